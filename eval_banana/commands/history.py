@@ -6,13 +6,14 @@ Reads the history folder only (docs/history.md): no check is loaded, nothing is 
 from __future__ import annotations
 
 import argparse
+import errno
 import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eval_banana.commands import common
-from eval_banana.core.errors import UsageError
+from eval_banana.core.errors import LinkLoopError, UsageError
 from eval_banana.core.words import given_value, one_line, plural, visible
 
 if TYPE_CHECKING:
@@ -170,15 +171,19 @@ def _refuse_listing_on_page(*, args: argparse.Namespace) -> None:
 def _refuse_page_target(*, args: argparse.Namespace) -> None:
     """`--html PATH` a symbolic link loop is refused before any record is read: no file is
     there to write (a shell's `>` refuses it), and the page must never replace the link."""
-    from eval_banana.core.errors import OutputDirError
-    from eval_banana.core.files import LOOP_FIX, link_loop
+    from eval_banana.core.files import link_loop
 
-    if args.html is None or not link_loop(path=Path(args.html)):
-        return
+    if args.html is not None and link_loop(path=Path(args.html)):
+        raise _page_loop(path=args.html)
 
-    raise OutputDirError(
-        f"Cannot write the history page to {args.html}: --html names a symbolic link loop",
-        file=str(args.html),
+
+def _page_loop(*, path: object) -> LinkLoopError:
+    """`--html PATH` names a symbolic link loop (before the page is written, or since)."""
+    from eval_banana.core.files import LOOP_FIX
+
+    return LinkLoopError(
+        f"Cannot write the history page to {path}: --html names a symbolic link loop",
+        file=str(path),
         hint=f"{LOOP_FIX}, or give --html another path",
     )
 
@@ -203,6 +208,8 @@ def _page(
     try:
         write_history_html(picture=picture, min_flips=asked.min_flips, path=path)
     except OSError as exc:
+        if exc.errno == errno.ELOOP:  # a loop made since it was checked: told as then
+            raise _page_loop(path=path) from None
         raise OutputDirError(f"Cannot write the history page to {path}: {exc}") from exc
     runs, checks = len(picture.view.runs), len(picture.view.checks)
     print(f"Wrote {path}: {plural(count=runs, noun='run')}, {plural(count=checks, noun='check')}.")

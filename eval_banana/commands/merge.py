@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from eval_banana.reporting.console import Console
     from eval_banana.reporting.runcli import (
         prepare_report_options,
-        remember_outputs,
+        stamp_and_remember,
         stamp_result,
     )
     from eval_banana.scaleout.merge import MergeRequest, merge_shards
@@ -68,14 +68,15 @@ def run(args: argparse.Namespace) -> int:
         load_config=lambda: load_config(request=common.request(args), run_id=new_run_id()),
     )
     console = Console(quiet=args.json)
+    finished = partial(
+        stamp_and_remember, stamp=stamp, extras=extras, result_out=result_out, console=console
+    )
     try:
         outcome = merge_shards(request=request, console=console)
     except BaseException as exc:
-        stamp(error=exc)  # --result-out is written for every failure after option parsing
-        remember_outputs(extras=extras, result_out=result_out)
+        finished(error=exc)  # --result-out is written for every failure after option parsing
         raise
-    stamp(error=None)
-    remember_outputs(extras=extras, result_out=result_out)
+    finished(error=None)
     if args.json:
         print(outcome.json_line)
     return outcome.exit_code

@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     from eval_banana.reporting.console import Console
     from eval_banana.reporting.runcli import (
         prepare_report_options,
-        remember_outputs,
+        stamp_and_remember,
         stamp_result,
     )
     from eval_banana.settings.rundir import new_run_id
@@ -93,21 +93,24 @@ def run(args: argparse.Namespace) -> int:
     )
     cancel = threading.Event()
     console = Console(quiet=args.json)
+    finished = partial(
+        stamp_and_remember, stamp=stamp, extras=extras, result_out=result_out, console=console
+    )
     try:
         with common.stop_on_signals(cancel):
             outcome = run_pipeline(request=request, cancel=cancel, console=console)
     except BaseException as exc:
-        stamp(error=exc)  # --result-out is written for every failure after option parsing
-        remember_outputs(extras=extras, result_out=result_out)
+        finished(error=exc)  # --result-out is written for every failure after option parsing
         if baseline is not None and extras.report is not None:
             _show_diff(baseline=baseline, report=extras.report, quiet=args.json)  # aborted run
         raise
     if result_out is not None and extras.report is None:
         extras.report = outcome.report  # a replayed run reads its report when asked for it
-    stamp(error=None)
-    remember_outputs(extras=extras, result_out=result_out)
-    if baseline is not None:
-        _show_diff(baseline=baseline, report=outcome.report, quiet=args.json)
+    try:
+        finished(error=None)
+    finally:  # a document that could not be written ends the run after the diff is shown
+        if baseline is not None:
+            _show_diff(baseline=baseline, report=outcome.report, quiet=args.json)
     if args.json:
         # After diff.json: the files are written before anything is said on stdout.
         print(outcome.json_line)

@@ -200,6 +200,19 @@ class OutputDirError(EvalBananaError):
     kind = "output_error"
 
 
+class LinkLoopError(OutputDirError):
+    """A report's path is a symbolic link that leads back to itself (ELOOP): no file is there to
+    write, and a shell's `>` refuses it too. Refused before anything runs (exit 2); a link made a
+    loop after that (by a check, while the run went on: `after_run`) is told in the same words
+    once the run's other reports are written, and ends the run as any report that cannot be
+    written does (exit 3)."""
+
+    def __init__(self, message: str, *, file: str, hint: str, after_run: bool = False) -> None:
+        super().__init__(message, file=file, hint=hint)
+        if after_run:
+            self.exit_code = 3
+
+
 class StageFileError(EvalBananaError):
     """A stage file is missing, truncated, hand-broken or of another version."""
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from eval_banana.core import forked
-from eval_banana.core.errors import Problem, WriteFault
+from eval_banana.core.errors import LinkLoopError, Problem, WriteFault
 from eval_banana.core.record import Field, Record
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.settings.folders import STEP_SUMMARY_ENV, junit_file
@@ -79,7 +79,7 @@ class ReportExtras(Record):
     places: dict[str, Problem] | None = None
     # The first report the run could not write (report.html, the JUnit file): the run ends
     # with it (exit 3) once the console has shown the verdict (`tell_faults`).
-    fault: WriteFault | None = None
+    fault: WriteFault | LinkLoopError | None = None
     # Outputs whose failure costs only themselves (the step summary): warnings to tell.
     warnings: list[str] = Field(default_factory=list)
 
@@ -166,10 +166,12 @@ def _finish_html(
         html.finish_or_redo(redo=render)
 
 
-def _report_fault(*, path: Path, exc: OSError | WriteFault) -> WriteFault:
+def _report_fault(
+    *, path: Path, exc: OSError | WriteFault | LinkLoopError
+) -> WriteFault | LinkLoopError:
     """The fault of a report that could not be written, named by the report's own path (not
     the temporary file beside it)."""
-    if isinstance(exc, WriteFault):
+    if isinstance(exc, (WriteFault, LinkLoopError)):
         return exc
     return WriteFault.at(path=path, exc=exc)
 
@@ -215,7 +217,7 @@ def write_extra_reports(
                 )
             else:
                 _finish_html(html=html, report=report, run_dir=run_dir, path=path, extras=extras)
-        except (OSError, WriteFault) as exc:
+        except (OSError, WriteFault, LinkLoopError) as exc:
             # A report CI reads is missing: a fault of the run (exit 3), never a setup error
             # (the checks ran); the rest is still written and the verdict still shown.
             if extras.fault is None:

@@ -8,6 +8,7 @@ writer would add a dependency for no gain.
 
 from __future__ import annotations
 
+import errno
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
@@ -31,6 +32,7 @@ from eval_banana.reporting.common import (
     xml_safe,
 )
 from eval_banana.runners.retries import attempts_needed
+from eval_banana.settings.folders import junit_loop
 
 SUITE_NAME = "eval-banana"
 # report.json already bounds stdout to 2000 characters; stderr may be longer,
@@ -289,8 +291,14 @@ def write_junit(
     places: Mapping[str, Located] | None = None,
 ) -> None:
     """Write the JUnit XML file for `report` atomically at `path` (parents created), or into
-    the device or FIFO there (`write_named_file`)."""
+    the device or FIFO there (`write_named_file`); a link made a loop since the run began is
+    refused as it is before a run (LinkLoopError, exit 3)."""
     root = junit_tree(report=report, project_root=project_root, places=places)
     ET.indent(root)
     data = ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
-    write_named_file(path=path, data=data)
+    try:
+        write_named_file(path=path, data=data)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise junit_loop(path=path, after_run=True) from None

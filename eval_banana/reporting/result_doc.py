@@ -7,6 +7,7 @@ parsing, classified by error type (never by message text).
 
 from __future__ import annotations
 
+import errno
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any, Literal
 from eval_banana.core.errors import (
     EvalBananaError,
     GuardError,
+    LinkLoopError,
     NoChecksError,
     OutputDirError,
     RunAborted,
@@ -38,11 +40,7 @@ def check_result_target(*, path: Path, shown: str | None = None) -> None:
     """
     label = shown if shown is not None else str(path)
     if link_loop(path=path):
-        raise OutputDirError(
-            f"Refusing --result-out because the path is a symbolic link loop: {label}",
-            file=label,
-            hint=f"{LOOP_FIX}, or give --result-out another path",
-        )
+        raise result_out_loop(label=label)
     if path.is_symlink():
         path = real_path(path)
     if path.is_dir():
@@ -65,6 +63,16 @@ def check_result_target(*, path: Path, shown: str | None = None) -> None:
             f"Cannot create the folder of --result-out {label}: {parent} is not a directory",
             file=label,
         )
+
+
+def result_out_loop(*, label: str, after_run: bool = False) -> LinkLoopError:
+    """`--result-out` names a symbolic link loop (`after_run`: one made while the run went on)."""
+    return LinkLoopError(
+        f"Refusing --result-out because the path is a symbolic link loop: {label}",
+        file=label,
+        hint=f"{LOOP_FIX}, or give --result-out another path",
+        after_run=after_run,
+    )
 
 
 def classify_failure(*, error: BaseException) -> Status | None:
@@ -178,5 +186,11 @@ def render_result(*, document: dict[str, Any], report_md: str | None, fmt: str) 
 
 def write_result(*, path: Path, text: str) -> None:
     """Write atomically with artifact permissions (0666 minus umask), or into the device or
-    FIFO at `path`, a link followed (`write_named_file`)."""
-    write_named_file(path=path, data=text.encode("utf-8"))
+    FIFO at `path`, a link followed (`write_named_file`); a link made a loop since the run
+    began is refused as it is before a run (LinkLoopError, exit 3)."""
+    try:
+        write_named_file(path=path, data=text.encode("utf-8"))
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise result_out_loop(label=str(path), after_run=True) from None

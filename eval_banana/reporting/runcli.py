@@ -19,6 +19,7 @@ from eval_banana.reporting import ReportExtras
 
 if TYPE_CHECKING:
     from eval_banana.models.stages import ConfigDoc
+    from eval_banana.reporting.console import Console
 
 # The result document and git observation (reporting.result_doc, reporting.gitobs) are imported
 # only by runs that use --result-out or --provenance-field: every other run skips their cost.
@@ -132,6 +133,32 @@ def stamp_result(
         document=document, report_md=extras.report_md if report else None, fmt=result_out.fmt
     )
     write_result(path=result_out.path, text=text)
+
+
+def stamp_and_remember(
+    *,
+    stamp: Callable[..., None],
+    error: BaseException | None,
+    extras: ReportExtras,
+    result_out: ResultOut | None,
+    console: Console,
+) -> None:
+    """The result document written (`stamp`, a `stamp_result` given all but `error`), then the
+    files the run wrote noted (`remember_outputs`), also when the document cannot be written (a
+    full disk, a link a check made a loop): the reports written before it stand all the same.
+    After a run that failed with `error`, which the run still ends with, the document's own
+    failure is a warning; after a finished run it ends the run (exit 3), once the files are
+    noted."""
+    from eval_banana.core.errors import EvalBananaError
+
+    try:
+        stamp(error=error)
+    except EvalBananaError as fault:
+        if error is None:
+            raise
+        console.warn(fault.message, hint=fault.hint)
+    finally:
+        remember_outputs(extras=extras, result_out=result_out)
 
 
 def remember_outputs(*, extras: ReportExtras, result_out: ResultOut | None) -> None:

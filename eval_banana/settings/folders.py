@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from eval_banana.core.errors import OutputDirError
+from eval_banana.core.errors import LinkLoopError, OutputDirError
 from eval_banana.core.files import LOOP_FIX, link_loop, never_written
 from eval_banana.core.ownmark import calibration_folder_name, holds_only_runs
 from eval_banana.core.streams import stream_files
@@ -194,6 +194,19 @@ def junit_file(*, setting: str, project_root: Path) -> Path:
     return setting_path(value=setting, project_root=project_root)
 
 
+_JUNIT_FIX = "give --junit-xml (or [core] junit_xml, EVAL_BANANA_JUNIT_XML) a file path"
+
+
+def junit_loop(*, path: Path, after_run: bool = False) -> LinkLoopError:
+    """The JUnit path is a symbolic link loop (`after_run`: one made while the run went on)."""
+    return LinkLoopError(
+        f"Cannot write the JUnit XML to {path}: it is a symbolic link loop",
+        file=str(path),
+        hint=f"{LOOP_FIX}, or {_JUNIT_FIX}",
+        after_run=after_run,
+    )
+
+
 def refuse_junit_target(*, config: ConfigDoc) -> None:
     """Refuse, before anything runs, a JUnit path that cannot become a file: a folder at the
     path, a symbolic link loop, or a file where one of its folders would be. Missing folders are
@@ -203,13 +216,9 @@ def refuse_junit_target(*, config: ConfigDoc) -> None:
     if not setting:
         return
     path = junit_file(setting=setting, project_root=Path(config.project_root))
-    fix = "give --junit-xml (or [core] junit_xml, EVAL_BANANA_JUNIT_XML) a file path"
+    fix = _JUNIT_FIX
     if link_loop(path=path):
-        raise OutputDirError(
-            f"Cannot write the JUnit XML to {path}: it is a symbolic link loop",
-            file=str(path),
-            hint=f"{LOOP_FIX}, or {fix}",
-        )
+        raise junit_loop(path=path)
     if path.is_dir():
         raise OutputDirError(
             f"Cannot write the JUnit XML to {path}: it is a folder", file=str(path), hint=fix

@@ -5,6 +5,7 @@ run as any user."""
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import socket
@@ -264,3 +265,63 @@ def test_a_report_to_eb_s_own_stream_sent_to_a_file_is_written_into_that_file(
     assert own in written and FIRST_BYTES[target] in written, written
     assert written.count(FIRST_BYTES[target]) == 1
     assert out.stat().st_ino == inode  # written into, as the shell opened it: never replaced
+
+
+def _looping_check(path: Path) -> str:
+    """A check that makes `path` a symbolic link that leads back to itself while it runs (after
+    the run's up-front checks of its report paths), and fails."""
+    return (
+        "schema_version: 1\nid: makes_a_loop\ntype: deterministic\n"
+        "description: Makes a report's path a loop, and fails.\n"
+        "script: |\n"
+        "  import os\n"
+        f"  os.symlink({path.name!r}, {str(path)!r})\n"
+        "  raise SystemExit(1)\n"
+    )
+
+
+# How the report whose path becomes a loop is told: as the refusal before a run tells it.
+LOOP_TOLD = {
+    "--result-out": "Refusing --result-out because the path is a symbolic link loop: {path}",
+    "--junit-xml": "Cannot write the JUnit XML to {path}: it is a symbolic link loop",
+}
+
+
+@pytest.mark.parametrize("target", list(LOOP_TOLD))
+def test_a_report_path_a_check_makes_a_link_loop_is_told_as_before_a_run(
+    tmp_path: Path, target: str
+) -> None:
+    # A link loop made by a check, after the run's checks of the path, failed the write with
+    # `Cannot write PATH: Too many levels of symbolic links` (the JUnit file), or a traceback
+    # and exit 1 (--result-out), and the files the run wrote went unnoted.
+    loop = tmp_path / "loop.out"
+    project = write_project(
+        tmp_path / "proj", checks={"eval_checks/loop.yaml": _looping_check(loop)}
+    )
+    # Every other report is named too (in the project, so the run notes it): each is written.
+    others = {name: project / f"other-{index}" for index, name in enumerate(TARGETS)}
+    flags: list[str] = []
+    env: dict[str, str] = {}
+    for name, path in others.items():
+        named, named_env = TARGETS[name](loop if name == target else path)
+        flags += named
+        env.update(named_env)
+    completed = run_eb("run", "--cwd", str(project), *flags, **env)
+    # The step summary costs only itself: the failing check's verdict stands (exit 1); another
+    # report that cannot be written ends the run as a fault (exit 3), after the rest.
+    assert completed.returncode == (1 if target == "step summary" else 3), completed.stderr
+    assert LOOP_TOLD[target].format(path=loop) in completed.stderr
+    assert "hint: remove the link or point it at a file" in completed.stderr
+    assert "Traceback" not in completed.stderr and "Too many levels" not in completed.stderr
+    assert loop.is_symlink() and os.readlink(loop) == loop.name
+    for name, path in others.items():
+        if name != target:
+            assert path.read_bytes().startswith(FIRST_BYTES[name]), name
+    run_dir = next((project / ".eval-banana" / "results").iterdir())
+    report = json.loads((run_dir / "report.json").read_text())
+    assert report["failed_checks"] == 1
+    assert (run_dir / "report.md").is_file() and (run_dir / "report.html").is_file()
+    # The files the run wrote are noted all the same (a later run does not count them).
+    written = json.loads((project / ".eval-banana" / "written.json").read_text())
+    noted = {entry["path"] for entry in written["files"]}
+    assert noted == {path.name for name, path in others.items() if name != target}
