@@ -8,6 +8,7 @@ May import stages and everything below them; the pipeline and commands call it.
 """
 
 # No `from __future__ import annotations`: it would clash with the re-exported `annotations()`.
+import errno
 import importlib
 import sys
 from collections.abc import Callable, Mapping
@@ -15,10 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from eval_banana.core import forked
-from eval_banana.core.errors import LinkLoopError, Problem, WriteFault
+from eval_banana.core.errors import LinkLoopError, Problem, WriteFault, problem_of
 from eval_banana.core.record import Field, Record
 from eval_banana.models.stages import ConfigDoc
-from eval_banana.settings.folders import STEP_SUMMARY_ENV, junit_file
+from eval_banana.settings.folders import STEP_SUMMARY_ENV, junit_file, summary_loop
 from eval_banana.stagefiles.layout import REPORT_HTML
 
 # The page's and GitHub's writers are loaded when first used: a replayed run that brings its
@@ -80,14 +81,16 @@ class ReportExtras(Record):
     # The first report the run could not write (report.html, the JUnit file): the run ends
     # with it (exit 3) once the console has shown the verdict (`tell_faults`).
     fault: WriteFault | LinkLoopError | None = None
-    # Outputs whose failure costs only themselves (the step summary): warnings to tell.
-    warnings: list[str] = Field(default_factory=list)
+    # Outputs whose failure costs only themselves (the step summary): warnings to tell, each
+    # with its fix when it has one.
+    warnings: list[Problem] = Field(default_factory=list)
 
-    def tell_faults(self, *, warn: Callable[[str], None]) -> None:
-        """Warn of each output that could not be written, then raise the first report that
-        could not (exit 3): called after the console summary, so the verdict is still shown."""
+    def tell_faults(self, *, warn: Callable[..., None]) -> None:
+        """Warn of each output that could not be written (`warn(message, hint=...)`, as
+        `Console.warn`), then raise the first report that could not (exit 3): called after the
+        console summary, so the verdict is still shown."""
         for warning in self.warnings:
-            warn(warning)
+            warn(warning.message, hint=warning.hint)
         if self.fault is not None:
             raise self.fault
 
@@ -241,9 +244,16 @@ def write_extra_reports(
     except OSError as exc:
         # A copy of report.md for the job's page, not a report CI reads: a container step can
         # pass the variable on without the runner's file, and that must not sink the verdict.
+        if exc.errno == errno.ELOOP:  # told in the words of the other reports' refusal
+            extras.warnings.append(
+                problem_of(summary_loop(path=Path(extras.environ[STEP_SUMMARY_ENV])))
+            )
+            return extras
         extras.warnings.append(
-            f"could not append the report to ${STEP_SUMMARY_ENV} "
-            f"({extras.environ.get(STEP_SUMMARY_ENV)}): {exc.strerror or exc}; "
-            "report.md in the run folder holds it"
+            Problem(
+                message=f"could not append the report to ${STEP_SUMMARY_ENV} "
+                f"({extras.environ.get(STEP_SUMMARY_ENV)}): {exc.strerror or exc}; "
+                "report.md in the run folder holds it"
+            )
         )
     return extras

@@ -207,6 +207,17 @@ def junit_loop(*, path: Path, after_run: bool = False) -> LinkLoopError:
     )
 
 
+def summary_loop(*, path: Path) -> LinkLoopError:
+    """`$GITHUB_STEP_SUMMARY` names a symbolic link loop: a warning (the summary is a copy of
+    report.md, whose failure costs only itself), in the words of the other reports' refusal."""
+    return LinkLoopError(
+        f"could not append the report to ${STEP_SUMMARY_ENV} ({path}): it is a symbolic link "
+        "loop; report.md in the run folder holds it",
+        file=str(path),
+        hint=f"{LOOP_FIX}, or set ${STEP_SUMMARY_ENV} to a file",
+    )
+
+
 def refuse_junit_target(*, config: ConfigDoc) -> None:
     """Refuse, before anything runs, a JUnit path that cannot become a file: a folder at the
     path, a symbolic link loop, or a file where one of its folders would be. Missing folders are

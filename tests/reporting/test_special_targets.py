@@ -284,16 +284,19 @@ def _looping_check(path: Path) -> str:
 LOOP_TOLD = {
     "--result-out": "Refusing --result-out because the path is a symbolic link loop: {path}",
     "--junit-xml": "Cannot write the JUnit XML to {path}: it is a symbolic link loop",
+    "step summary": "warning: could not append the report to $GITHUB_STEP_SUMMARY ({path}): "
+    "it is a symbolic link loop; report.md in the run folder holds it",
 }
 
 
-@pytest.mark.parametrize("target", list(LOOP_TOLD))
+@pytest.mark.parametrize("target", list(TARGETS))
 def test_a_report_path_a_check_makes_a_link_loop_is_told_as_before_a_run(
     tmp_path: Path, target: str
 ) -> None:
     # A link loop made by a check, after the run's checks of the path, failed the write with
-    # `Cannot write PATH: Too many levels of symbolic links` (the JUnit file), or a traceback
-    # and exit 1 (--result-out), and the files the run wrote went unnoted.
+    # `Cannot write PATH: Too many levels of symbolic links` (the JUnit file), a traceback and
+    # exit 1 (--result-out), or a bare warning naming no fix (the step summary), and the files
+    # the run wrote went unnoted.
     loop = tmp_path / "loop.out"
     project = write_project(
         tmp_path / "proj", checks={"eval_checks/loop.yaml": _looping_check(loop)}
@@ -325,3 +328,19 @@ def test_a_report_path_a_check_makes_a_link_loop_is_told_as_before_a_run(
     written = json.loads((project / ".eval-banana" / "written.json").read_text())
     noted = {entry["path"] for entry in written["files"]}
     assert noted == {path.name for name, path in others.items() if name != target}
+
+
+def test_a_step_summary_that_is_a_link_loop_is_a_warning_and_the_verdict_stands(
+    tmp_path: Path,
+) -> None:
+    # GITHUB_STEP_SUMMARY a loop from the start: the summary is a copy of report.md, so it is
+    # no refusal (as a folder there is none), but told as the other reports' loops are.
+    project = _project(tmp_path)
+    loop = tmp_path / "summary.md"
+    loop.symlink_to(loop.name)
+    completed = _run(project, "step summary", loop)
+    assert completed.returncode == 0, completed.stderr
+    assert LOOP_TOLD["step summary"].format(path=loop) in completed.stderr
+    assert "hint: remove the link or point it at a file" in completed.stderr
+    assert "Too many levels" not in completed.stderr
+    assert loop.is_symlink() and os.readlink(loop) == loop.name
