@@ -177,17 +177,18 @@ def test_an_interrupted_run_reads_as_aborted_not_as_a_run_at_0_percent(
     first, second = shown["runs"]
     assert (first["pass_rate"], second["pass_rate"]) == (1.0, None)
     assert (first["aborted_by"], first["not_run"]) == (None, 0)
-    assert (second["aborted_by"], second["not_run"]) == ("interrupt", 2)
+    # a was stopped part-way (an error to the run), b never started: the run's own `1 not run`.
+    assert (second["aborted_by"], second["not_run"], second["stopped"]) == ("interrupt", 1, 1)
     text = eb("history", "--cwd", str(root)).stdout
     row = next(line for line in text.splitlines() if line.startswith(second["run_id"]))
     assert row.split()[3:5] == ["0/0", "-"], row
-    assert row.endswith("aborted (interrupt): 2 of 2 checks not run"), row
+    assert row.endswith("aborted (interrupt): 1 of 2 checks not run, 1 stopped"), row
     page = tmp_path / "history.html"
     assert eb("history", "--cwd", str(root), "--html", str(page)).exit_code == 0
     html = page.read_text()
     # No point on the pass-rate chart for it; its points elsewhere, and its strips, say why.
     assert 'aria-label="Pass rate, one point per run" data-points="1"' in html
-    assert "aborted (interrupt): 2 of 2 checks not run</title>" in html
+    assert "aborted (interrupt): 1 of 2 checks not run, 1 stopped</title>" in html
     assert '"s":"pn"' in html
 
 
@@ -1191,3 +1192,32 @@ def test_records_written_before_partial_families_are_judged_by_the_most_cases(
     assert shown.stderr == ""
     (family,) = json.loads(shown.stdout)["families"]
     assert (family["cases"], family["strip"], family["latest_rate"]) == (4, "◦█", 1.0)
+
+
+def test_a_stopped_runs_not_run_count_is_the_one_its_console_said(tmp_path: Path, eb: Eb) -> None:
+    """A run timeout ended a_slow part-way (an error to the run) and never started b and c;
+    a skipped check and one `-k` left out are neither. The console closed on `2 not run`, and
+    `eb history` said `3 of 3 checks not run`: it counted the stopped check among them."""
+    root = _project(
+        tmp_path / "proj",
+        {
+            "eval_checks/a_slow.yaml": check_yaml("a_slow", script="import time\ntime.sleep(30)"),
+            "eval_checks/b.yaml": check_yaml("b"),
+            "eval_checks/c.yaml": check_yaml("c"),
+            "eval_checks/d_skipped.yaml": check_yaml("d_skipped") + "skip: not today\n",
+            "eval_checks/left_out.yaml": check_yaml("left_out"),
+        },
+        config="[core]\nmax_parallel_checks = 1\n",
+    )
+    stopped = eb("run", "--cwd", str(root), "-k", "not left_out", "--run-timeout-seconds", "1")
+    assert stopped.exit_code == 3, stopped.stderr
+    closing = stopped.stdout.strip().splitlines()[-1]
+    assert closing.startswith("0 failed, 0 passed, 1 errored, 1 skipped, 2 not run"), closing
+    shown = json.loads(eb("history", "--cwd", str(root), "--json").stdout)
+    jsonschema.validate(shown, json.loads(packaged_schema("history")))
+    (run,) = shown["runs"]
+    assert (run["checks"], run["not_run"], run["stopped"], run["pass_rate"]) == (3, 2, 1, None)
+    text = eb("history", "--cwd", str(root)).stdout
+    (row,) = [line for line in text.splitlines() if line.startswith(run["run_id"])]
+    assert row.split()[3] == "0/0", row  # out of the checks that ran to an outcome: none
+    assert row.endswith("aborted (run_timeout): 2 of 3 checks not run, 1 stopped"), row

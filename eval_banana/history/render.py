@@ -41,10 +41,13 @@ def story(row: CheckRow) -> str:
 
 
 def run_note(run: RunRow) -> str:
-    """ "aborted (interrupt): 2 of 3 checks not run", or "" for a run that ran every check."""
-    if run.not_run == 0 and run.aborted_by is None:
+    """ "aborted (interrupt): 2 of 3 checks not run, 1 stopped", or "" for a run that ran every
+    check to an outcome. `not run` is the count the run's own console said."""
+    if run.not_run == 0 and run.stopped == 0 and run.aborted_by is None:
         return ""
     not_run = f"{run.not_run} of {run.checks} checks not run"
+    if run.stopped:
+        not_run += f", {run.stopped} stopped"
     return not_run if run.aborted_by is None else f"aborted ({run.aborted_by}): {not_run}"
 
 
@@ -54,7 +57,7 @@ def _run_cells(run: RunRow) -> list[str]:
         run.kind,
         _commit(run.commit, run.dirty),
         # Out of the checks it ran, as its rate: the checks it did not run are in the note.
-        f"{run.passed_checks}/{run.checks - run.not_run}",
+        f"{run.passed_checks}/{run.checks - run.not_run - run.stopped}",
         rate_text(run.pass_rate),
         _seconds(run.duration_ms),
         _cost(run.cost_usd),

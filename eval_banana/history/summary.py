@@ -38,9 +38,12 @@ def run_row(*, record: HistoryRecord) -> RunRow:
     """A run's row; its pass rate, as each check's, counts only the checks it ran: an aborted
     run that stopped before any check had an outcome has none, not 0 %."""
     totals = record.totals
-    # Counted from the checks, as their rows count them (a check ended part-way is one).
-    not_run = sum(check.not_run for check in record.checks)
-    ran = totals.checks - not_run
+    # No outcome, counted from the checks as their rows count them: never started, or ended
+    # part-way. Of those, the never started are the run's own `not run`, as its console and
+    # report.json counted them; the rest it stopped (an error there, no run of them here).
+    no_outcome = sum(check.not_run for check in record.checks)
+    not_run = min(totals.not_run, no_outcome)
+    ran = totals.checks - no_outcome
     return RunRow(
         run_id=record.run_id,
         kind=record.kind,
@@ -51,6 +54,7 @@ def run_row(*, record: HistoryRecord) -> RunRow:
         checks=totals.checks,
         passed_checks=totals.passed,
         not_run=not_run,
+        stopped=no_outcome - not_run,
         pass_rate=totals.passed / ran if ran > 0 else None,
         aborted_by=record.aborted_by,
         duration_ms=record.duration_ms,

@@ -39,12 +39,18 @@ class RunRow(Record):
     not_run: int = Field(
         default=0,
         ge=0,
-        description="Checks the run stopped before they had an outcome (never started, or "
-        "ended part-way): no runs of them, left out of its pass rate as of theirs.",
+        description="Checks the run never started (its console's and report.json's "
+        "`not run`): no runs of them, left out of its pass rate as of theirs.",
+    )
+    stopped: int = Field(
+        default=0,
+        ge=0,
+        description="Checks the run ended part-way (an error to its console, `Stopped: ...`): "
+        "no outcome either, left out of its pass rate as the checks not run are.",
     )
     pass_rate: float | None = Field(
-        description="Passed checks over the checks that ran (not run left out), 0 to 1; "
-        "null: none ran."
+        description="Passed checks over the checks that ran to an outcome (not run and "
+        "stopped left out), 0 to 1; null: none did."
     )
     aborted_by: str | None = Field(
         default=None,
