@@ -2,7 +2,8 @@
 
 A sample's answer is the judge's own verdict (before a control's `expect: fail` is applied):
 a case labels the verdict a trustworthy judge gives on it. An error never agrees with a label,
-and a sample the last look at the project charges with a change is one (calibration/watch.py).
+and a sample charged with a change to the project or to eb's own files is one
+(calibration/watch.py).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from eval_banana.core import log
 from eval_banana.core.canonjson import dumps
 from eval_banana.core.files import write_text_atomic
 from eval_banana.core.ownmark import mark_folder
-from eval_banana.isolation.detect import LateChanges
+from eval_banana.isolation.session import Looks
 from eval_banana.models.calibration import CaseOutcome, CaseSample, JudgeCalibration
 from eval_banana.models.repeats import sample_count
 from eval_banana.models.result import CheckResult
@@ -152,6 +153,7 @@ class Calibrator:
             )
             result = self.watch.judged(
                 key=run.stem,
+                check=run.check,
                 workspace=workspace,
                 files=files,
                 run_in=lambda: run_attempts(
@@ -190,18 +192,24 @@ class Calibrator:
             evidence=evidence,
         )
 
-    def charge_late(self, *, late: LateChanges) -> list[tuple[CaseRun, CaseSample]]:
-        """The samples the last look charged with a change to the project, each made an
-        isolation `error` (never agreeing) and its result written again, as `eb run` makes
-        the watched checks it charges."""
-        from eval_banana.isolation.charges import late_charges
-        from eval_banana.isolation.session import with_late_project_change
+    def charge_late(self, *, looks: Looks) -> list[tuple[CaseRun, CaseSample]]:
+        """The samples the last looks charged with a change to the project or to eb's own
+        state, each made an isolation `error` (never agreeing) and its result written again,
+        as `eb run` makes the checks it charges."""
+        from eval_banana.isolation.charges import late_charges, state_charges
+        from eval_banana.isolation.session import with_late_project_change, with_state_change
 
         mode = self.config.settings.harness.isolation
+        project = late_charges(report=looks.project)
+        state = state_charges(report=looks.state, ran=list(self.judged), command="calibrate")
         charged = []
-        for stem, found in sorted(late_charges(report=late).items()):
+        for stem in sorted(project.keys() | state.keys()):
             run, result = self.judged[stem]
-            for seen, paths in found:
+            for paths, when in state.get(stem, []):
+                result = with_state_change(
+                    result=result, mode=mode, paths=paths, when=when, command="calibrate"
+                )
+            for seen, paths in project.get(stem, []):
                 result = with_late_project_change(
                     result=result,
                     check=run.check,
@@ -308,9 +316,9 @@ def calibrate(
                 pass
     finally:
         orphans.end_run()
-    # The last look, once no process a judge started is left: a change it finds makes the
-    # samples it falls on errors, so a judge that changed the project never agrees.
-    for run, charged in calibrator.charge_late(late=watch.finish()):
+    # The last looks, once no process a judge started is left: a change they find makes the
+    # samples it falls on errors, so a judge that changed the project or eb's files never agrees.
+    for run, charged in calibrator.charge_late(looks=watch.finish()):
         samples = taken[run.check.id][run.case]
         samples[:] = [charged if one.sample == run.sample else one for one in samples]
     return [

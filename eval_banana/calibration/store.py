@@ -44,15 +44,27 @@ def unwritable_record(*, path: Path) -> str | None:
     return None
 
 
-def write_record(*, path: Path, measured: list[JudgeCalibration], tool_version: str) -> None:
-    """Add or replace the entries of the judges just measured; every other entry is kept."""
+def earlier_record(*, path: Path) -> CalibrationDoc | None:
+    """The record at `path` as new figures are added to it: None when there is none, or it is
+    damaged (then it is replaced by what was just measured)."""
+    try:
+        return read_record(path=path)
+    except UnreadableRecord:
+        return None
+
+
+def write_record(
+    *,
+    path: Path,
+    measured: list[JudgeCalibration],
+    earlier: CalibrationDoc | None,
+    tool_version: str,
+) -> None:
+    """Write at `path` the entries of the judges just measured over those of `earlier` (the
+    record they are added to: `earlier_record`); every other entry of it is kept."""
     from eval_banana.core.files import write_model
     from eval_banana.runners.results import iso, utc_now
 
-    try:
-        earlier = read_record(path=path)
-    except UnreadableRecord:
-        earlier = None  # a damaged record is replaced by what was just measured
     checks = dict(earlier.checks) if earlier is not None else {}
     for entry in measured:
         checks[entry.check_id] = entry

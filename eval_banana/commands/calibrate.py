@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     from eval_banana.calibration.watch import SampleWatch
     from eval_banana.core.errors import GuardError, RunAborted
     from eval_banana.core.version import tool_version
-    from eval_banana.isolation.state import record_writes
+    from eval_banana.isolation.state import own_state_held, record_writes
     from eval_banana.pipeline.request import load_config, validated_plan
     from eval_banana.reporting.console import Console
     from eval_banana.runners.fuses import RunFuses
@@ -134,24 +134,26 @@ def run(args: argparse.Namespace) -> int:
                 f"{sample.status}{'' if sample.agreed else ' (disagrees)'}"
             )
 
-    # The project's file set (each case's copy), watched as a run watches it for judges.
-    watch = SampleWatch.open(config=config)
-    try:
-        with common.stop_on_signals(cancel):
-            entries = calibrate(
-                config=config,
-                harness=guarded.harness,
-                checks=with_cases,
-                run_dir=run_dir,
-                watch=watch,
-                cancel=cancel,
-                environ=os.environ,
-                on_sample=progress,
-                definitions=definitions,
-                fuses=fuses,
-            )
-    finally:
-        watch.close()
+    # The project's file set (each case's copy), and eb's own files, watched as a run watches
+    # them for judges; no other eb process writes eb's files meanwhile, as during a run's checks.
+    with own_state_held(config=config, run_dir=run_dir, create=False):
+        watch = SampleWatch.open(config=config, run_dir=run_dir)
+        try:
+            with common.stop_on_signals(cancel):
+                entries = calibrate(
+                    config=config,
+                    harness=guarded.harness,
+                    checks=with_cases,
+                    run_dir=run_dir,
+                    watch=watch,
+                    cancel=cancel,
+                    environ=os.environ,
+                    on_sample=progress,
+                    definitions=definitions,
+                    fuses=fuses,
+                )
+        finally:
+            watch.close()
     usage = usage_line(fuses=fuses)
     if usage is not None:
         console.notice(usage)
@@ -168,9 +170,16 @@ def run(args: argparse.Namespace) -> int:
         console.notice(f"Waiting for another eb run's checks to end before writing {record}")
 
     with record_writes(record=record, waits=waits):
-        write_record(path=record, measured=entries, tool_version=tool_version())
+        # Over the record as no judge made it: a change while the samples ran is not kept.
+        earlier = watch.trusted_record()
+        write_record(path=record, measured=entries, earlier=earlier, tool_version=tool_version())
     # The run folder keeps what this calibration measured, beside its evidence.
-    write_record(path=run_dir / "calibration.json", measured=entries, tool_version=tool_version())
+    write_record(
+        path=run_dir / "calibration.json",
+        measured=entries,
+        earlier=None,
+        tool_version=tool_version(),
+    )
     for line in summary_lines(entries=entries, record=str(record), run_dir=str(run_dir)):
         sys.stdout.write(line + "\n")
     return 0 if all(entry.cases_agreed == entry.cases for entry in entries) else 1

@@ -16,7 +16,7 @@ from eval_banana.core import log
 from eval_banana.core.errors import ResourceFault, WriteFault
 from eval_banana.core.files import OutputClearer
 from eval_banana.execution.onecheck import run_one
-from eval_banana.execution.turns import runs_beside, start_ranks
+from eval_banana.execution.turns import start_ranks
 from eval_banana.isolation.charges import settle_project, settle_state
 from eval_banana.models.repeats import rule_of
 from eval_banana.models.result import CheckResult
@@ -45,7 +45,7 @@ from eval_banana.runners.retries import run_attempts
 from eval_banana.sampling.aggregate import aggregate_samples, sample_record, sample_stem
 from eval_banana.sampling.schedule import Gate, Item, plan_items, sample_sets_of
 from eval_banana.settings.envpolicy import build_base_env, inherited_env
-from eval_banana.settings.folders import cache_dir, record_path
+from eval_banana.settings.folders import cache_dir
 
 if TYPE_CHECKING:
     from eval_banana.assertions.shared import SharedArtifacts
@@ -372,7 +372,7 @@ class PlanRun:
         """Run the items the cache did not answer, in their turn, on the pool; then settle
         what the watch on eb's state saw."""
         from eval_banana.checks.inputs import shared_artifacts
-        from eval_banana.isolation.state import checks_running
+        from eval_banana.isolation.state import own_state_held
 
         config, checks, cache = self.config, self.checks, self.cache
         workers = min(config.settings.core.max_parallel_checks, len(to_run))
@@ -392,11 +392,8 @@ class PlanRun:
         )
         self.outputs = OutputClearer(checks_dir=self.checks_dir)
         # Other eb runs sharing the cache write nothing into it while these checks run.
-        with checks_running(
-            cache=cache_dir(config=config),
-            create=cache is not None and cache.writes,
-            runs=runs_beside(config=config, run_dir=self.run_dir),
-            record=record_path(config=config).parent,
+        with own_state_held(
+            config=config, run_dir=self.run_dir, create=cache is not None and cache.writes
         ):
             if cache is not None:
                 # What changes in the cache from here on, eb did not write. Taken once the turn

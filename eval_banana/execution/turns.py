@@ -1,16 +1,12 @@
 """Which check starts when: longest expected first by the run history, balanced over the
-workers, else plan order; and the folder of earlier runs no other run may clear meanwhile."""
+workers, else plan order."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from eval_banana.core.realpaths import real_path
 from eval_banana.models.repeats import sample_count
 from eval_banana.models.stages import ConfigDoc, PlannedCheck
 from eval_banana.runners import IN_PROCESS
 from eval_banana.settings.folders import history_dir
-from eval_banana.settings.rundir import output_base
 
 
 def start_ranks(
@@ -45,11 +41,3 @@ def start_ranks(
         workers=workers,
     )
     return {to_start[index]: turn for turn, index in enumerate(order)}
-
-
-def runs_beside(*, config: ConfigDoc, run_dir: Path) -> Path | None:
-    """The output folder that holds this run folder beside earlier ones, where no other run
-    deletes old runs while these checks execute (None with --flat-output: the run is the
-    folder)."""
-    base = real_path(output_base(config=config))
-    return None if base == real_path(run_dir) else base

@@ -4,7 +4,7 @@ could not tell."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -16,7 +16,7 @@ from eval_banana.runners.results import write_check_result
 
 if TYPE_CHECKING:
     from eval_banana.isolation.detect import LateChanges
-    from eval_banana.isolation.session import IsolationSession, Seen
+    from eval_banana.isolation.session import Command, IsolationSession, Seen
     from eval_banana.isolation.state import StateReport
 
 logger = Logger("eval_banana.isolation.charges")
@@ -71,16 +71,13 @@ def charge_state_changes(
     from eval_banana.isolation.modes import check_mode
     from eval_banana.isolation.session import with_state_change
 
+    # Assertions checks run in eb's own process: none of them started a process to blame.
+    ran = [key for key, position in owners.items() if checks[position].type != "assertions"]
+    # A check's samples each have a key of their own: their charges are the check's, once.
     charges: dict[int, list[tuple[list[str], str]]] = {}
-    for key, paths in report.late.items():
-        when = "after this check started, while no check was running"
-        charges.setdefault(owners[key], []).append((paths, when))
-    if report.unattributed:
-        # Assertions checks run in eb's own process: none of them started a process to blame.
-        ran = {p for p in owners.values() if checks[p].type != "assertions"}
-        for position in sorted(ran):
-            when = "during this run before any check started"
-            charges.setdefault(position, []).append((report.unattributed, when))
+    for key, found in state_charges(report=report, ran=ran).items():
+        held = charges.setdefault(owners[key], [])
+        held.extend(charge for charge in found if charge not in held)
     _charge(
         charges=charges,
         checks=checks,
@@ -88,12 +85,32 @@ def charge_state_changes(
         checks_dir=checks_dir,
         mark=lambda result, check, found: with_state_change(
             result=result,
-            check=check,
             mode=check_mode(config=config, check=check),
             paths=found[0],
             when=found[1],
         ),
     )
+
+
+def state_charges(
+    *, report: StateReport, ran: Iterable[str], command: Command = "run"
+) -> dict[str, list[tuple[list[str], str]]]:
+    """The changes to eb's state each key (of those that `ran`) is charged with after it
+    ended, and when each was seen: one seen while nothing ran falls on those that had started
+    before, one seen before any started on every one that ran. `eb run` charges its checks
+    and `eb calibrate` its samples by this (`command`: whose words)."""
+    from eval_banana.isolation.session import LATE_WORDS
+
+    whole, part = LATE_WORDS[command]
+    charges: dict[str, list[tuple[list[str], str]]] = {}
+    for key, paths in report.late.items():
+        when = f"after this {part} started, while no {part} was running"
+        charges.setdefault(key, []).append((paths, when))
+    if report.unattributed:
+        when = f"during this {whole} before any {part} started"
+        for key in sorted(set(ran)):
+            charges.setdefault(key, []).append((report.unattributed, when))
+    return charges
 
 
 def settle_project(

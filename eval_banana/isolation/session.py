@@ -38,7 +38,7 @@ from eval_banana.isolation.modes import (
     shown_paths,
     write_advice,
 )
-from eval_banana.isolation.places import ReadOnly, read_only_places, state_places
+from eval_banana.isolation.places import ReadOnly, read_only_places
 from eval_banana.isolation.state import StateReport, StateWatch
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, PlanDoc, PlannedCheck
@@ -48,12 +48,20 @@ if TYPE_CHECKING:
     from eval_banana.isolation.detect import ChangeMonitor, LateChanges
 
 RunIn = Callable[[ProjectView | None], CheckResult]
-# The end of every message about eb's state: what it means for the run.
+# The eb command a check or a judge runs under: `eb calibrate` runs a judge's samples.
+Command = Literal["run", "calibrate"]
+# The end of every message about eb's state: what it means for the run, or the calibration.
 _STATE_RULE = (
     "Checks and judges must never write eb's verdict cache, run folders, calibration record "
     "or record of the files it wrote: "
-    "the run cannot pass, and it stores no verdict in the cache"
 )
+_STATE_OUTCOME: dict[Command, str] = {
+    "run": "the run cannot pass, and it stores no verdict in the cache",
+    "calibrate": (
+        "the sample never agrees with its label, and the calibration record keeps nothing a "
+        "judge changed there"
+    ),
+}
 
 
 def _record(
@@ -80,19 +88,49 @@ def _with_isolation(
 
 
 def with_state_change(
-    *, result: CheckResult, check: PlannedCheck, mode: Mode, paths: list[str], when: str
+    *,
+    result: CheckResult,
+    mode: Mode,
+    paths: list[str],
+    when: str,
+    command: Command = "run",
 ) -> CheckResult:
     """`result` made an `error` for a change to eb's state seen `when` (e.g. "while this
-    check ran"); the paths are kept in `details.isolation.state_changed`."""
+    check ran"; `command`: the eb command it ran under); the paths are kept in
+    `details.isolation.state_changed`."""
     before = result.details.get("isolation")
     record: dict[str, Any] = dict(before) if isinstance(before, dict) else {"mode": mode}
     shown = sorted({*record.get("state_changed", []), *paths})
     record["state_changed"] = listed_paths(shown)
     record["state_changed_count"] = len(shown)
-    problem = f"eb's own files changed {when}: {shown_paths(paths)}. {_STATE_RULE}"
+    rule = _STATE_RULE + _STATE_OUTCOME[command]
+    problem = f"eb's own files changed {when}: {shown_paths(paths)}. {rule}"
     if result.status == "error" and result.error_detail and isinstance(before, dict):
         problem = f"{problem}. {result.error_detail}"  # an isolation error of its own too
     return _with_isolation(result=result, record=record, problem=problem)
+
+
+def state_watched(
+    *,
+    state: StateWatch,
+    key: str,
+    check: PlannedCheck,
+    mode: Mode,
+    run: Callable[[], CheckResult],
+    command: Command = "run",
+) -> CheckResult:
+    """Run one check, or one sample of a judge (`run`), under the watch on eb's own state
+    (`key`: its key there); an `error` when eb's files changed while it ran. `eb run` and `eb
+    calibrate` both run their checks and judges through this."""
+    state.started(key=key)
+    try:
+        result = run()
+    finally:
+        changed = state.ended(key=key)
+    if not changed:
+        return result
+    when = f"while this {noun(check.type)} ran"
+    return with_state_change(result=result, mode=mode, paths=changed, when=when, command=command)
 
 
 # When a change charged after a check ended was seen: while no watched check ran, or only by
@@ -107,7 +145,10 @@ class _Words(NamedTuple):
     part: str
 
 
-_LATE_WORDS = {"run": _Words("run", "check"), "calibrate": _Words("calibration", "sample")}
+LATE_WORDS: dict[Command, _Words] = {
+    "run": _Words("run", "check"),
+    "calibrate": _Words("calibration", "sample"),
+}
 
 
 def with_late_project_change(
@@ -117,7 +158,7 @@ def with_late_project_change(
     mode: Mode,
     paths: list[str],
     seen: Seen,
-    command: Literal["run", "calibrate"] = "run",
+    command: Command = "run",
 ) -> CheckResult:
     """`result` made an `error` for a change to the project charged to it after it ended
     (`seen`: how; `command`: the eb command it ran under, `eb calibrate` for a sample); the
@@ -128,7 +169,7 @@ def with_late_project_change(
     record["late_changed"] = listed_paths(shown)
     record["late_changed_count"] = len(shown)
     what = noun(check.type)
-    whole, part = _LATE_WORDS[command]
+    whole, part = LATE_WORDS[command]
     if seen == "at_end":
         problem = (
             f"The project changed during this {whole}, seen only by the look after its last "
@@ -193,10 +234,9 @@ class IsolationSession:
                 ignore=config.settings.harness.isolation_ignore,
                 own_files=written_files(config=config),
             )
-        places = state_places(config=config, run_dir=run_dir)
-        state = StateWatch(places=places, project_root=Path(config.project_root), running=running)
+        state = StateWatch.open(config=config, run_dir=run_dir, running=running)
         session = cls(config=config, monitor=monitor, state=state)
-        session.mounts = read_only_places(config=config, places=places, run_dir=run_dir)
+        session.mounts = read_only_places(config=config, places=state.places, run_dir=run_dir)
         return session
 
     def run(self, *, check: PlannedCheck, key: str, run_in: RunIn) -> CheckResult:
@@ -204,15 +244,13 @@ class IsolationSession:
         mode = check_mode(config=self.config, check=check)
         if check.type == "assertions":
             return run_in(None)  # read in eb's own process: no process of its own to watch
-        self.state.started(key=key)
-        try:
-            result = self._in_mode(mode=mode, check=check, key=key, run_in=run_in)
-        finally:
-            changed = self.state.ended(key=key)
-        if not changed:
-            return result
-        when = f"while this {noun(check.type)} ran"
-        return with_state_change(result=result, check=check, mode=mode, paths=changed, when=when)
+        return state_watched(
+            state=self.state,
+            key=key,
+            check=check,
+            mode=mode,
+            run=lambda: self._in_mode(mode=mode, check=check, key=key, run_in=run_in),
+        )
 
     def _in_mode(self, *, mode: Mode, check: PlannedCheck, key: str, run_in: RunIn) -> CheckResult:
         if mode == "off" or self.monitor is None:

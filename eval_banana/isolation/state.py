@@ -1,4 +1,5 @@
-"""eb's own files are watched while a run's checks execute: no check or judge may write them.
+"""eb's own files are watched while a run's checks execute (and while `eb calibrate`'s judge
+samples run, by the same watch and turns): no check or judge may write them.
 
 What eb reads back later and builds verdicts on (the verdict cache, earlier run folders, the
 calibration record) must have been written by eb alone. While checks execute eb writes none of
@@ -109,6 +110,25 @@ def checks_running(
         yield
 
 
+def own_state_held(
+    *, config: ConfigDoc, run_dir: Path, create: bool
+) -> contextlib.AbstractContextManager[None]:
+    """`checks_running` on this project's own folders: its cache, the output folder holding
+    `run_dir` beside earlier runs (none with --flat-output: the run is the folder) and the
+    calibration record's folder. Held by `eb run` while its checks execute and by `eb
+    calibrate` while its samples run, so that no other eb process writes there meanwhile."""
+    from eval_banana.settings.folders import cache_dir, record_path
+    from eval_banana.settings.rundir import output_base
+
+    base = real_path(output_base(config=config))
+    return checks_running(
+        cache=cache_dir(config=config),
+        create=create,
+        runs=None if base == real_path(run_dir) else base,
+        record=record_path(config=config).parent,
+    )
+
+
 def _waiting(*, folder: Path) -> Callable[[], None]:
     """What a run says before its checks wait for another eb process changing `folder` (an
     `eb update` of a run beside it may take as long as its own checks)."""
@@ -174,10 +194,15 @@ class StateWatch:
         )
 
     @classmethod
-    def open(cls, *, config: ConfigDoc, run_dir: Path) -> StateWatch:
+    def open(
+        cls, *, config: ConfigDoc, run_dir: Path, running: frozenset[str] = frozenset()
+    ) -> StateWatch:
+        """eb's own state for a run (or a calibration) writing into `run_dir`, watched from
+        now; `running`: the stems of the checks about to run, whose files eb replaces itself."""
         return cls(
             places=state_places(config=config, run_dir=run_dir),
             project_root=Path(config.project_root),
+            running=running,
         )
 
     @property
@@ -279,6 +304,12 @@ class StateWatch:
                 unattributed=sorted(map(self._shown, unattributed)),
                 writes_told=told,
             )
+
+    def changed_file(self, *, path: str) -> bool:
+        """Whether the watched file at `path` (absolute, as the places name it) was seen
+        changed by the looks so far."""
+        with self._lock:
+            return path in self._changed
 
     def drop_cache_changes(self) -> list[str]:
         """Remove whatever changed in the cache folder during the run: nothing there that eb
