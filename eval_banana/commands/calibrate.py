@@ -135,7 +135,8 @@ def run(args: argparse.Namespace) -> int:
             )
 
     # The project's file set (each case's copy), and eb's own files, watched as a run watches
-    # them for judges; no other eb process writes eb's files meanwhile, as during a run's checks.
+    # them for judges; no other eb process writes eb's files meanwhile, as during a run's checks,
+    # and another run's reports wait for the judges to end (reporting/projectturn.py).
     with own_state_held(config=config, run_dir=run_dir, create=False):
         watch = SampleWatch.open(config=config, run_dir=run_dir)
         try:

@@ -92,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
         load_config=lambda: load_config(request=request, run_id=new_run_id()),
     )
     cancel = threading.Event()
+    # A signal noted while a report waits for the project's turn writes it at once.
+    extras.stop = cancel.is_set
     console = Console(quiet=args.json)
     finished = partial(
         stamp_and_remember, stamp=stamp, extras=extras, result_out=result_out, console=console

@@ -144,14 +144,18 @@ def alone_in_folder(*, folder: Path) -> Iterator[bool]:
 
 
 @contextlib.contextmanager
-def waiting_alone_in_folder(*, folder: Path, waits: Callable[[], None]) -> Iterator[None]:
+def waiting_alone_in_folder(
+    *, folder: Path, waits: Callable[[], None], stop: Callable[[], bool] = lambda: False
+) -> Iterator[None]:
     """Held (exclusive) on `folder` itself while eb changes a file in it that must not be left
     unwritten (a calibration measured at a cost); while another run's checks execute beside it,
-    `waits` is called once and the turn is awaited (an interrupt ends the wait)."""
+    `waits` is called once and the turn is awaited (an interrupt ends the wait). Once `stop()`
+    says the run is stopping (a signal its handler only notes), the wait ends without the
+    turn: the file is written at once rather than never."""
     told = False
     while True:
         fd, busy = _lock_folder(folder=folder, exclusive=True)
-        if not busy:
+        if not busy or stop():
             break
         if not told:
             waits()

@@ -8,6 +8,7 @@ May import stages and everything below them; the pipeline and commands call it.
 """
 
 # No `from __future__ import annotations`: it would clash with the re-exported `annotations()`.
+import contextlib
 import errno
 import importlib
 import sys
@@ -84,6 +85,9 @@ class ReportExtras(Record):
     # Outputs whose failure costs only themselves (the step summary): warnings to tell, each
     # with its fix when it has one.
     warnings: list[Problem] = Field(default_factory=list)
+    # Whether the run is stopping (a signal its handler only noted): a report waiting for the
+    # project's turn is then written at once (reporting/projectturn.py).
+    stop: Callable[[], bool] | None = None
 
     def tell_faults(self, *, warn: Callable[..., None]) -> None:
         """Warn of each output that could not be written (`warn(message, hint=...)`, as
@@ -179,6 +183,18 @@ def _report_fault(
     return WriteFault.at(path=path, exc=exc)
 
 
+def _project_turn(
+    *, extras: ReportExtras, path: Path | None
+) -> contextlib.AbstractContextManager[None]:
+    """The project's turn while `path` is written, when it lies inside the project: another
+    run's judges running there would take it for their write (reporting/projectturn.py)."""
+    if path is None:
+        return contextlib.nullcontext()
+    from eval_banana.reporting.projectturn import writing_into_project
+
+    return writing_into_project(config=extras.config, paths=[path], stop=extras.stop)
+
+
 def junit_path(*, setting: str, project_root: Path) -> Path:
     """`[core] junit_xml` / `--junit-xml`: a relative path is joined to the project root."""
     return junit_file(setting=setting, project_root=project_root)
@@ -212,12 +228,9 @@ def write_extra_reports(
                 # xml.etree is loaded only by runs that ask for JUnit.
                 from eval_banana.reporting.junit import write_junit
 
-                write_junit(
-                    report=report,
-                    project_root=project_root,
-                    path=path,
-                    places=extras.case_places(report=report),
-                )
+                places = extras.case_places(report=report)
+                with _project_turn(extras=extras, path=path):
+                    write_junit(report=report, project_root=project_root, path=path, places=places)
             else:
                 _finish_html(html=html, report=report, run_dir=run_dir, path=path, extras=extras)
         except (OSError, WriteFault, LinkLoopError) as exc:
@@ -239,8 +252,10 @@ def write_extra_reports(
             print(line, file=stream)
         stream.flush()
         extras.annotated = True
+    summary = extras.environ.get(STEP_SUMMARY_ENV)
     try:
-        append_step_summary(report_md=report_md, environ=extras.environ)
+        with _project_turn(extras=extras, path=Path(summary) if summary else None):
+            append_step_summary(report_md=report_md, environ=extras.environ)
     except OSError as exc:
         # A copy of report.md for the job's page, not a report CI reads: a container step can
         # pass the variable on without the runner's file, and that must not sink the verdict.

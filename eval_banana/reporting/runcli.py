@@ -132,7 +132,10 @@ def stamp_result(
     text = render_result(
         document=document, report_md=extras.report_md if report else None, fmt=result_out.fmt
     )
-    write_result(path=result_out.path, text=text)
+    from eval_banana.reporting.projectturn import writing_into_project
+
+    with writing_into_project(config=extras.config, paths=[result_out.path]):
+        write_result(path=result_out.path, text=text)
 
 
 def stamp_and_remember(

@@ -35,6 +35,8 @@ if "WAIT_FOR_GO" in " ".join(sys.argv):
     deadline = time.time() + 60
     while not Path(os.environ["GO_FILE"]).exists() and time.time() < deadline:
         time.sleep(0.02)
+if "WRITE_JUNIT" in " ".join(sys.argv):
+    Path("junit.xml").write_text("<testsuites/>\\n")
 print('{"score": 1, "reason": "looks fine"}')
 """
 
@@ -289,6 +291,107 @@ def test_another_run_writing_eb_s_own_files_is_no_change_of_the_project(
         go.write_text("go")
         out, err = run_b.communicate(timeout=120)
     assert run_b.returncode == 0, out + err
+
+
+def _beside_a_reporting_run(
+    tmp_path: Path, *, root: Path, judging: list[str], report: list[str]
+) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
+    """`judging` (an eb command whose judge waits for GO) started first; once its judge runs,
+    another `eb run` of the deterministic check `other` writing `report` into the project. GO
+    comes once that run has ended or waits for the project's turn. Both, as they ended."""
+    started, go = tmp_path / "started", tmp_path / "go"
+    env = {**os.environ, "STARTED_FILE": str(started), "GO_FILE": str(go)}
+    eb = [sys.executable, "-m", "eval_banana"]
+    first = subprocess.Popen(
+        [*eb, *judging, "--cwd", str(root)],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    second_err = tmp_path / "second.err"
+    try:
+        deadline = time.monotonic() + 60
+        while not started.exists() and first.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert started.exists(), first.communicate()
+        with second_err.open("w") as err:
+            second = subprocess.Popen(
+                [*eb, "run", "--cwd", str(root), "--no-html", "--check-id", "other", *report]
+                + ["--output-dir", str(tmp_path / "out-second")],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                text=True,
+            )
+        while (
+            second.poll() is None
+            and "Waiting for another eb run" not in second_err.read_text()
+            and time.monotonic() < deadline
+        ):
+            time.sleep(0.02)
+    finally:
+        go.write_text("go")
+    out, _ = second.communicate(timeout=120)
+    done_second = subprocess.CompletedProcess(second.args, second.returncode, out, "")
+    done_second.stderr = second_err.read_text()
+    out, err = first.communicate(timeout=120)
+    return subprocess.CompletedProcess(first.args, first.returncode, out, err), done_second
+
+
+CALIBRATION_CASE = (
+    'calibration:\n  - {name: fine, expect: pass, files: {"target.txt": "the original\\n"}}\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("judging", "report"),
+    [
+        (["run", "--no-html", "--check-id", "judge"], ["--junit-xml", "junit.xml"]),
+        (["run", "--no-html", "--check-id", "judge"], ["--result-out", "RESULT"]),
+        (["calibrate"], ["--junit-xml", "junit.xml"]),
+    ],
+    ids=["run-junit", "run-result-out", "calibrate-junit"],
+)
+def test_another_run_writing_its_reports_into_the_project_is_no_judge_s_doing(
+    tmp_path: Path, judging: list[str], report: list[str]
+) -> None:
+    # A report another run writes into the project for the first time, while this run's (or
+    # calibration's) judge runs: not in eb's record of its files yet, and still not the judge's.
+    root = _project(tmp_path / "proj", git=True, checks={"judge": "WAIT_FOR_GO"})
+    check = root / "eval_checks" / "judge.yaml"
+    check.write_text(check.read_text() + CALIBRATION_CASE)
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "a calibration case")
+    report = [str(root / "result.md") if part == "RESULT" else part for part in report]
+    first, second = _beside_a_reporting_run(tmp_path, root=root, judging=judging, report=report)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert (root / report[1]).is_file()
+    assert "Traceback" not in first.stderr, first.stderr
+    assert "The project changed" not in first.stdout + first.stderr
+    assert first.returncode == 0, first.stdout + first.stderr
+
+
+def test_a_judge_writing_the_report_another_run_writes_is_still_caught(tmp_path: Path) -> None:
+    # The judge writes junit.xml itself while another run that writes junit.xml runs beside
+    # it: that run's report is no cover for the judge's write, even once the file holds eb's.
+    root = _project(tmp_path / "proj", git=True, checks={"judge": "WAIT_FOR_GO WRITE_JUNIT"})
+    first, second = _beside_a_reporting_run(
+        tmp_path,
+        root=root,
+        judging=["run", "--no-html", "--check-id", "judge"],
+        report=["--junit-xml", "junit.xml"],
+    )
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert (root / "junit.xml").read_text() != "<testsuites/>\n"  # the other run's, last
+    assert first.returncode == 1, first.stdout + first.stderr
+    run_dir = max((root / "runs").iterdir(), key=lambda path: path.stat().st_mtime_ns)
+    checks = json.loads((run_dir / "report.json").read_text())["checks"]
+    judge = next(check for check in checks if check["check_id"] == "judge")
+    assert judge["status"] == "error", judge
+    assert judge["details"]["isolation"]["changed"] == ["junit.xml"]
 
 
 @pytest.mark.parametrize("mode", ["detect", "copy"])
