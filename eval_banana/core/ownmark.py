@@ -11,6 +11,12 @@ a folder is never a project file, a check or a dataset row.
 
 A walk asks only about a folder whose listing names `stages` or the mark file, and a listing of
 files only about the folders holding one of them: the project's other folders cost nothing.
+
+A mark is a file anyone can write: a judge or a check runs as the user. So a watch of the
+project (isolation) takes eb's folders once, before its checks start (`OwnMarks`, noting each
+folder its first read finds by its mark), and afterwards excuses only those, while they still
+hold their mark: one that appears while checks run is a new file like any other, and the folder
+it lands in stays the project's.
 """
 
 from __future__ import annotations
@@ -125,12 +131,61 @@ def in_own_folder(*, path: Path, root: Path) -> bool:
     )
 
 
+class OwnMarks:
+    """Which folders below a project root one read of its state takes for eb's own.
+
+    `fixed` None: every folder holding eb's mark, each one found in a listing noted in `found`
+    (root-relative, ending in `/`). `fixed` given (a watch's, found before its checks started):
+    only those folders, and only while they still hold their mark. A mark found anywhere else
+    was written since, maybe by a check, and excuses nothing; one a folder lost makes its files
+    the project's, new ones a look charges."""
+
+    def __init__(self, *, fixed: Collection[str] | None = None) -> None:
+        self.fixed = None if fixed is None else frozenset(fixed)
+        self.found: set[str] = set()
+
+    def may_be_own(self, *, relative: str) -> bool:
+        """Whether the folder at root-relative `relative` (no trailing `/`) is worth asking."""
+        return self.fixed is None or f"{relative}/" in self.fixed
+
+    def listed(self, *, folder: str, relative: str, names: Collection[str]) -> bool:
+        """Whether `folder` (`relative` to the root), whose listing holds `names`, is eb's."""
+        if not self.may_be_own(relative=relative) or not listed_as_own(folder=folder, names=names):
+            return False
+        self.found.add(f"{relative}/")
+        return True
+
+    def in_listing(self, *, root: str, paths: Iterable[str]) -> list[str]:
+        """`own_folders_listed`, as this read takes eb's folders."""
+        found = [
+            folder
+            for folder in own_folders_listed(root=root, paths=paths)
+            if self.may_be_own(relative=folder[:-1])
+        ]
+        self.found.update(found)
+        return found
+
+    def holds(self, *, path: Path, root: Path) -> bool:
+        """`in_own_folder`, as this read takes eb's folders."""
+        try:
+            parts = path.relative_to(root).parts
+        except ValueError:
+            return False
+        return any(
+            self.may_be_own(relative="/".join(parts[:depth]))
+            and is_own_folder(folder=str(root.joinpath(*parts[:depth])))
+            for depth in range(1, len(parts) + 1)
+        )
+
+
 class OwnFolders:
     """Whether a root-relative file path lies in a folder eb wrote, each folder asked once:
-    for paths whose folder's listing is not at hand (a diff, a watch's events)."""
+    for paths whose folder's listing is not at hand (a diff, a watch's events). `marks`: which
+    folders may be eb's (`OwnMarks`; by default any holding eb's mark)."""
 
-    def __init__(self, *, root: str) -> None:
+    def __init__(self, *, root: str, marks: OwnMarks | None = None) -> None:
         self.root = root
+        self._marks = marks or OwnMarks()
         self._known: dict[str, bool] = {}
 
     def __call__(self, path: str) -> bool:
@@ -140,7 +195,9 @@ class OwnFolders:
     def _is_own(self, folder: str) -> bool:
         known = self._known.get(folder)
         if known is None:
-            known = is_own_folder(folder=os.path.join(self.root, folder))
+            known = self._marks.may_be_own(relative=folder) and is_own_folder(
+                folder=os.path.join(self.root, folder)
+            )
             self._known[folder] = known
         return known
 

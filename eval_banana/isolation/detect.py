@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from eval_banana.core.files import is_temp_sibling
-from eval_banana.core.ownmark import OwnFolders
+from eval_banana.core.ownmark import OwnFolders, OwnMarks
 from eval_banana.core.streams import stream_files
 from eval_banana.isolation.watch import TreeWatcher
 from eval_banana.projectstate.blobs import REGULAR, FileIdentity, file_identity
@@ -86,6 +86,7 @@ class ChangeMonitor:
         skip: tuple[str, ...],
         ignore: InputPatterns,
         read_state: Callable[[], ProjectState],
+        marks: OwnMarks,
         own: frozenset[str] = frozenset(),
     ) -> None:
         self.root = state.root
@@ -94,6 +95,7 @@ class ChangeMonitor:
         self._excluded = excluded
         self._skip = skip
         self._own = own
+        self._marks = marks
         self._own_names = {os.path.split(path) for path in own}
         self._ids = self._without_own(state.files)
         self._modes = self._without_own(state.modes)
@@ -132,10 +134,17 @@ class ChangeMonitor:
         excluded = tuple(excluded_names)
         skips = tuple(skip_folders)
 
-        def read() -> ProjectState:
-            return read_project_state(root=root, excluded_names=excluded, skip_folders=skips)
+        def read(marks: OwnMarks) -> ProjectState:
+            return read_project_state(
+                root=root, excluded_names=excluded, skip_folders=skips, marks=marks
+            )
 
-        state = read()
+        found = OwnMarks()
+        state = read(found)
+        # eb's folders no setting names (another run's `--output-dir`) are those that hold its
+        # mark now, before any check starts: a check can write a mark too, and one written
+        # later makes no folder eb's (core/ownmark.py).
+        marks = OwnMarks(fixed=found.found)
         # Where the system cannot name the file behind eb's output, it is one of these.
         streams = stream_files(among=lambda: (Path(state.root) / path for path in state.files))
         return cls(
@@ -143,7 +152,8 @@ class ChangeMonitor:
             excluded=frozenset(excluded) | {".git"},
             skip=relative_folders(root=state.root, folders=skips),
             ignore=ignore_patterns(ignore),
-            read_state=read,
+            read_state=lambda: read(marks),
+            marks=marks,
             own=relative_files(root=state.root, files=[*own_files, *streams]),
         )
 
@@ -174,8 +184,8 @@ class ChangeMonitor:
     def _counts(self, path: str, *, own: OwnFolders) -> bool:
         """Whether a path can belong to the state at all (eb's folders and files, excluded
         names, ignore). `own`: asks about the folders eb wrote that no setting names (another
-        run's `--output-dir`), once per batch of paths: a run folder is told by its config
-        stage, which a run writes first but which may not be there yet the first time."""
+        run's `--output-dir`), once per batch of paths: only those found before any check
+        started, while they still hold their mark (`OwnMarks`)."""
         if any(path.startswith(folder) for folder in self._skip) or self._is_own(path):
             return False
         if any(part in self._excluded for part in path.split("/")[:-1]):
@@ -202,7 +212,7 @@ class ChangeMonitor:
         """The paths that are (or would be) files of the project's state: not eb's folders, no
         excluded name, not ignored by isolation_ignore or, for new files, by git."""
         with self._lock:
-            own = OwnFolders(root=self.root)
+            own = OwnFolders(root=self.root, marks=self._marks)
             kept = [path for path in paths if self._counts(path, own=own)]
             new = [path for path in kept if path not in self._ids]
         ignored = self._git_ignored(new)
@@ -229,7 +239,7 @@ class ChangeMonitor:
         """The candidates whose content differs from the state; the state is brought up to date."""
         changed: set[str] = set()
         new: list[str] = []
-        own = OwnFolders(root=self.root)
+        own = OwnFolders(root=self.root, marks=self._marks)
         for path in sorted(candidates):
             if not self._counts(path, own=own):
                 continue
@@ -290,7 +300,7 @@ class ChangeMonitor:
         diff = before.diff(now)
         self._ids = self._without_own(now.files)
         self._modes = self._without_own(now.modes)
-        own = OwnFolders(root=self.root)
+        own = OwnFolders(root=self.root, marks=self._marks)
         return {path for path in diff.paths if self._counts(path, own=own)}
 
     def _charge_running(self) -> None:

@@ -13,7 +13,7 @@ from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from itertools import chain
 
-from eval_banana.core.ownmark import own_folders_listed
+from eval_banana.core.ownmark import OwnMarks
 from eval_banana.projectstate import conversion, git
 from eval_banana.projectstate.blobs import EXECUTABLE, REGULAR, FileIdentity
 from eval_banana.projectstate.prefetch import Walks, walks_for
@@ -75,9 +75,11 @@ def git_state(
     prefixes: Sequence[str] | None,
     include_ignored: bool,
     prefetched: Walks | None = None,
+    marks: OwnMarks | None = None,
 ) -> ProjectState | None:
     """The state as git lists it, or None when git lists nothing of a whole project (an
-    ignored folder)."""
+    ignored folder); eb's folders are those `marks` takes for its own."""
+    marks = marks or OwnMarks()
     # eb's own folders are left out of every listing: their files never count.
     spec = git.pathspecs(repo=repo, prefixes=prefixes, leave_out=skip)
     top = repo.top
@@ -132,8 +134,8 @@ def git_state(
     # `--output-dir`, a moved `[cache] dir`) are eb's too: known by the mark files git lists.
     skip = (
         *skip,
-        *own_folders_listed(root=root, paths=chain(ids, untracked)),
-        *prefixes_in_own_folders(root=root, prefixes=prefixes),
+        *marks.in_listing(root=root, paths=chain(ids, untracked)),
+        *prefixes_in_own_folders(root=root, prefixes=prefixes, marks=marks),
     )
     if skip:
         _drop_folders(ids=ids, folders=skip)
@@ -166,14 +168,21 @@ def git_state(
         found = on_disk(path)
         if found is not None:
             _take(ids=ids, modes=modes, path=path, found=found)
-    ignored = list(expand_ignored(root=root, entries=ignored_raw, excluded=excluded, skip=skip))
+    ignored = list(
+        expand_ignored(root=root, entries=ignored_raw, excluded=excluded, skip=skip, marks=marks)
+    )
     return ProjectState(
         root=root, source="git", ids=ids, modes=modes, object_format=fmt, ignored=ignored
     )
 
 
 def expand_ignored(
-    *, root: str, entries: list[str], excluded: frozenset[str], skip: tuple[str, ...]
+    *,
+    root: str,
+    entries: list[str],
+    excluded: frozenset[str],
+    skip: tuple[str, ...],
+    marks: OwnMarks | None = None,
 ) -> Iterator[str]:
     """Ignored files, with each ignored folder git reports walked (excluded names pruned)."""
     for entry in entries:
@@ -181,7 +190,7 @@ def expand_ignored(
         if skipped(path, skip) or excluded_path(path + "/x", excluded):
             continue
         if entry.endswith("/"):
-            yield from walk(root=root, start=path, excluded=excluded, skip=skip)
+            yield from walk(root=root, start=path, excluded=excluded, skip=skip, marks=marks)
         else:
             yield path
 

@@ -10,6 +10,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from eval_banana.core.ownmark import OwnMarks
 from eval_banana.projectstate import git
 from eval_banana.projectstate.gitlisting import git_state
 from eval_banana.projectstate.prefetch import PREFETCHED
@@ -26,6 +27,7 @@ def read_project_state(
     prefixes: Sequence[str] | None = None,
     include_ignored: bool = False,
     known: Mapping[str, bytes] | None = None,
+    marks: OwnMarks | None = None,
 ) -> ProjectState:
     """The state of the project at `root`.
 
@@ -35,6 +37,8 @@ def read_project_state(
     `include_ignored`: also list the files git ignores, outside the excluded folders.
     `known`: contents already read this run, by absolute resolved path (the check files): a
     walk hashes them from memory instead of reading them again.
+    `marks`: which folders are eb's own, never counted (by default every folder holding eb's
+    mark; a watch fixes them before its checks start, core/ownmark.py).
     """
     top = os.path.realpath(root)
     skip = relative_folders(root=top, folders=skip_folders)
@@ -46,12 +50,14 @@ def read_project_state(
         walks = PREFETCHED.pop(top)
         if walks is None:  # found outside any git work tree when the prefetch began
             return walk_state(
-                root=top, excluded=excluded, skip=skip, prefixes=prefixes, known=known
+                root=top, excluded=excluded, skip=skip, prefixes=prefixes, known=known, marks=marks
             )
     try:
         repo = walks.repo if walks is not None else git.find_repository(root=top)
     except git.NotARepository:
-        return walk_state(root=top, excluded=excluded, skip=skip, prefixes=prefixes, known=known)
+        return walk_state(
+            root=top, excluded=excluded, skip=skip, prefixes=prefixes, known=known, marks=marks
+        )
     state = git_state(
         root=top,
         repo=repo,
@@ -60,7 +66,10 @@ def read_project_state(
         prefixes=prefixes,
         include_ignored=include_ignored,
         prefetched=walks,
+        marks=marks,
     )
     if state is None:  # git lists nothing here: the folder is ignored by its repository
-        return walk_state(root=top, excluded=excluded, skip=skip, prefixes=prefixes, known=known)
+        return walk_state(
+            root=top, excluded=excluded, skip=skip, prefixes=prefixes, known=known, marks=marks
+        )
     return state

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from eval_banana.core.errors import ProjectStateError
-from eval_banana.core.ownmark import MARK_NAMES, in_own_folder, listed_as_own
+from eval_banana.core.ownmark import MARK_NAMES, OwnMarks
 from eval_banana.projectstate.blobs import FileIdentity, blob_id, git_mode
 from eval_banana.projectstate.prefixes import relative_folders, skipped
 from eval_banana.projectstate.state import ProjectState, hash_file
@@ -24,23 +24,30 @@ def excluded_path(path: str, excluded: frozenset[str]) -> bool:
 
 
 def walk(
-    *, root: str, start: str, excluded: frozenset[str], skip: tuple[str, ...]
+    *,
+    root: str,
+    start: str,
+    excluded: frozenset[str],
+    skip: tuple[str, ...],
+    marks: OwnMarks | None = None,
 ) -> Iterator[str]:
     """Files (and links) below `root/start`, as root-relative paths; folders never followed,
-    nor eb's own folders below the root (core/ownmark.py), wherever they lie."""
+    nor eb's own folders below the root (core/ownmark.py), wherever they lie: those `marks`
+    takes for eb's (by default, every folder holding eb's mark)."""
+    marks = marks or OwnMarks()
     stack = [start]
     while stack:
         relative = stack.pop()
         folder = os.path.join(root, relative) if relative else root
         files: list[str] = []
         folders: list[str] = []
-        marks: list[str] = []
+        names: list[str] = []
         try:
             with os.scandir(folder) as entries:
                 for entry in entries:
                     name = entry.name
                     if name in MARK_NAMES:
-                        marks.append(name)
+                        names.append(name)
                     path = f"{relative}/{name}" if relative else name
                     if entry.is_dir(follow_symlinks=False):
                         if name not in excluded and not skipped(path, skip):
@@ -58,20 +65,23 @@ def walk(
                 hint="make the folder readable, or add its name to [discovery] exclude_dirs",
             ) from None
         # Only a folder whose listing names a mark costs a read more.
-        if marks and relative and listed_as_own(folder=folder, names=marks):
+        if names and relative and marks.listed(folder=folder, relative=relative, names=names):
             continue
         yield from files
         stack.extend(folders)
 
 
-def prefixes_in_own_folders(*, root: str, prefixes: Sequence[str] | None) -> list[str]:
-    """The prefixes (as folders, ending in `/`) that lie in a folder eb wrote: a walk or a
-    listing below one never sees the mark above it."""
+def prefixes_in_own_folders(
+    *, root: str, prefixes: Sequence[str] | None, marks: OwnMarks | None = None
+) -> list[str]:
+    """The prefixes (as folders, ending in `/`) that lie in a folder eb wrote (as `marks` takes
+    them): a walk or a listing below one never sees the mark above it."""
     top = Path(root)
+    marks = marks or OwnMarks()
     return [
         prefix + "/"
         for prefix in prefixes or ()
-        if prefix and in_own_folder(path=top / prefix, root=top)
+        if prefix and marks.holds(path=top / prefix, root=top)
     ]
 
 
@@ -100,10 +110,13 @@ def walk_state(
     skip: tuple[str, ...],
     prefixes: Sequence[str] | None,
     known: Mapping[str, bytes] | None = None,
+    marks: OwnMarks | None = None,
 ) -> ProjectState:
-    """The state of the files below `root` (or below `prefixes`), each hashed."""
+    """The state of the files below `root` (or below `prefixes`), each hashed; eb's folders are
+    those `marks` takes for its own."""
     paths: dict[str, None] = {}
-    skip = (*skip, *prefixes_in_own_folders(root=root, prefixes=prefixes))
+    marks = marks or OwnMarks()
+    skip = (*skip, *prefixes_in_own_folders(root=root, prefixes=prefixes, marks=marks))
     for start in prefixes if prefixes is not None else [""]:
         full = os.path.join(root, start) if start else root
         if start and (os.path.islink(full) or not os.path.isdir(full)):
@@ -114,7 +127,8 @@ def walk_state(
             continue
         if start and (excluded_path(start + "/x", excluded) or skipped(start, skip)):
             continue
-        paths.update(dict.fromkeys(walk(root=root, start=start, excluded=excluded, skip=skip)))
+        listed = walk(root=root, start=start, excluded=excluded, skip=skip, marks=marks)
+        paths.update(dict.fromkeys(listed))
     ids: dict[str, str] = {}
     modes: dict[str, str] = {}
     known = known or {}
