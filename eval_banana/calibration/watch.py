@@ -9,8 +9,9 @@ sample has ended the project is looked at once more, as a run looks at it (`fini
 Whatever the mode, eb's own state (the verdict cache, earlier run folders, the calibration
 record, the record of the files eb wrote) is watched while the samples run, by the very watch
 `eb run` keeps on it while its checks run (isolation/state.py): a sample that changed it is an
-`error`, the changed cache files are removed, and the record is written over what it held
-before the first sample started, never over what a judge made of it.
+`error`, the changed cache files are removed, and the record is put back as it was before
+the first sample started (isolation/putback.py), even when the calibration then stops and
+records nothing; the new figures are written over that, never over what a judge made of it.
 """
 
 from __future__ import annotations
@@ -160,6 +161,14 @@ class SampleWatch:
                 "held before the first sample",
                 ", ".join(state.changed[:5]),
                 len(removed),
+            )
+        if state.record_put_back is not None:
+            # Put back at once: a calibration that stops now (a fuse, an interrupt) records
+            # nothing, and the next run's gate must not read what a judge wrote there.
+            logger.warning(
+                "The calibration record %s changed while judges were calibrated; it was %s",
+                self.record,
+                state.record_put_back,
             )
         project = NO_LATE_CHANGES if self.monitor is None else self.monitor.finish()
         return Looks(state=state, project=project)

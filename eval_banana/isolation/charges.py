@@ -34,8 +34,10 @@ def settle_state(
     owners: Mapping[str, int],
     checks_dir: Path,
 ) -> bool:
-    """After the checks: charge what the looks while they ran could not, and remove whatever
-    changed in the cache; whether eb's state changed at all (then no verdict is stored)."""
+    """After the checks: charge what the looks while they ran could not, remove whatever
+    changed in the cache, and say what became of a changed calibration record (the watch put
+    it back as it was before the checks); whether eb's state changed at all (then no verdict
+    is stored)."""
     if not report.changed:
         return False
     charge_state_changes(
@@ -53,6 +55,12 @@ def settle_state(
         ", ".join(report.changed[:5]),
         len(removed),
     )
+    if report.record_put_back is not None:
+        logger.warning(
+            "The calibration record %s changed while checks ran; it was %s",
+            session.state.places.calibration_record,
+            report.record_put_back,
+        )
     return True
 
 

@@ -42,6 +42,9 @@ class StatePlaces(NamedTuple):
     # The record of the files eb wrote into the project (settings/written.py), among `files`:
     # changed by anyone but eb, it would make project files eb's, so it goes as the cache's do.
     written_record: str | None = None
+    # The calibration record, among `files`: changed by anyone but eb, it is put back as it was
+    # before the checks started (isolation/putback.py), since the next run's gate reads it.
+    calibration_record: str | None = None
 
 
 def _inside(path: str, folder: str) -> bool:
@@ -118,7 +121,8 @@ def state_places(*, config: ConfigDoc, run_dir: Path) -> StatePlaces:
     bases = [base for base in bases if base != cache]
     folders: list[str] = []
     written = str(written_record_path(config=config).absolute())
-    files = [str(record_path(config=config).absolute()), written]
+    calibration = str(record_path(config=config).absolute())
+    files = [calibration, written]
     if cache.is_dir():
         folders.extend(cache_folders(str(cache)))
     else:
@@ -135,6 +139,7 @@ def state_places(*, config: ConfigDoc, run_dir: Path) -> StatePlaces:
         outputs=tuple(map(str, bases)),
         created_at=config.run_created_at or config.created_at,
         written_record=written,
+        calibration_record=calibration,
     )
 
 

@@ -64,6 +64,7 @@ from eval_banana.isolation.identities import (
 from eval_banana.isolation.inplace import InPlace
 from eval_banana.isolation.newruns import NewRuns
 from eval_banana.isolation.places import RUN_FOLDER_READ_BACK, StatePlaces, state_places
+from eval_banana.isolation.putback import Saved, put_back, saved_record
 from eval_banana.isolation.watch import TreeWatcher
 from eval_banana.models.stages import ConfigDoc
 
@@ -90,6 +91,9 @@ class StateReport(NamedTuple):
     # Whether the kernel told every write into the folders watched while the checks ran
     # (inotify, no event lost): a file whose times alone changed meanwhile was not written.
     writes_told: bool = False
+    # The calibration record changed meanwhile: what was done about it once the checks had
+    # ended (put back as it was before they started, or removed), as the warning says it.
+    record_put_back: str | None = None
 
 
 @contextlib.contextmanager
@@ -168,6 +172,13 @@ class StateWatch:
         self._seen_alone: list[tuple[set[str], tuple[str, ...]]] = []
         self._changed: set[str] = set()
         self._files = {path: identity(path) for path in places.files}
+        # The calibration record as it stands before any check starts: what a change to it
+        # while they run is undone to (the watch's turn is held: no eb process replaces it).
+        self._record_before: Saved | None = (
+            saved_record(path=places.calibration_record)
+            if places.calibration_record is not None
+            else None
+        )
         self._watcher: TreeWatcher | None = None
         self._root = ""
         self._before: dict[str, Identity] | None = None
@@ -283,11 +294,17 @@ class StateWatch:
             return sorted(self._shown(path) for path in self._charged.pop(key, set()))
 
     def finish(self) -> StateReport:
-        """The last look, once every check has ended; the watch is closed."""
+        """The last look, once every check has ended; the watch is closed, and the
+        calibration record, if it changed meanwhile, put back as it was before the checks (the
+        caller still holds the turn on eb's state, so no eb process writes it meanwhile)."""
         with self._lock:
             self._look(last=True)
             told = self._watcher is not None and not self._lost
             self.close()
+            record = self.places.calibration_record
+            put = None
+            if record is not None and self._record_before is not None and record in self._changed:
+                put = put_back(path=record, saved=self._record_before)
             late: dict[str, set[str]] = {}
             unattributed: set[str] = set()
             for changed, ended in self._seen_alone:
@@ -303,6 +320,7 @@ class StateWatch:
                 late={key: sorted(map(self._shown, paths)) for key, paths in late.items()},
                 unattributed=sorted(map(self._shown, unattributed)),
                 writes_told=told,
+                record_put_back=put,
             )
 
     def changed_file(self, *, path: str) -> bool:

@@ -1,16 +1,20 @@
 """`eb calibrate` watches eb's own files while its judges' samples run, as `eb run` does: a
 sample whose judge rewrites a cached verdict, a kept run, an earlier run folder or the
 calibration record is an isolation `error` (never agreeing), a changed cache file is removed
-and the record is written over what it held before, never over the forgery. End to end: a real
-project in git, a real `eb run` and `eb calibrate`, and a judge that is a small agent script.
+and the record is written over what it held before, never over the forgery. A record a judge
+plants during `eb run` (or a calibration that then stops) is put back as it stood, so the next
+run's `require_calibration` gate never trusts it. End to end: a real project in git, a real
+`eb run` and `eb calibrate`, and a judge that is a small agent script.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +26,12 @@ from tests.gitrepo import init_repo
 # so it agrees with every case's label. Told by TAMPER, it first rewrites eb's file (or every
 # file of a glob) at TAMPER_PATH, which is outside its copy: through the absolute path.
 AGENT = """\
-import glob, json, os, sys
+import glob, json, os, shutil, sys, time
 tamper, target = os.environ.get("TAMPER", ""), os.environ.get("TAMPER_PATH", "")
+if tamper == "plant":  # a record of its choosing put where the gate reads it
+    shutil.copyfile(os.environ["PLANTED"], target)
+    time.sleep(float(os.environ.get("HANG", "0")))
+    tamper = ""
 for path in sorted(glob.glob(target)) if tamper else []:
     with open(path) as handle:
         doc = json.load(handle)
@@ -35,7 +43,7 @@ for path in sorted(glob.glob(target)) if tamper else []:
         doc["forged"] = True
     with open(path, "w") as handle:
         json.dump(doc, handle)
-good = "hello" in open("answer.txt").read()
+good = "hello" in open("answer.txt").read() or bool(os.environ.get("LENIENT"))
 print(json.dumps({"score": int(good), "reason": "greets" if good else "does not greet"}))
 """
 
@@ -188,3 +196,96 @@ def test_a_judge_sample_that_forges_eb_s_files_is_an_error_and_nothing_forged_is
         assert not any((root / path).exists() for path in forged)
         again = _eb(root, "run", "--check-id", "victim", "--no-html")
         assert again.returncode == 1, again.stdout + again.stderr
+
+
+# A run of the judge alone under the calibration gate.
+GATED = ("run", "--check-id", "greets", "--no-html", "--require-calibration")
+
+
+def _passing_record(tmp_path: Path, root: Path) -> Path:
+    """An honest record on which `greets` passes the gate, kept outside the project: what a
+    forging judge plants where the gate reads it (a judge could as well write it itself)."""
+    honest = _eb(root, "calibrate")
+    assert honest.returncode == 0, honest.stdout + honest.stderr
+    kept = tmp_path / "passing.json"
+    kept.write_bytes((root / RECORD).read_bytes())
+    return kept
+
+
+def _planting(root: Path, planted: Path, **more: str) -> dict[str, str]:
+    return {"TAMPER": "plant", "TAMPER_PATH": str(root / RECORD), "PLANTED": str(planted), **more}
+
+
+@pytest.mark.parametrize("before", ["no_record", "below_floor"])
+def test_a_judge_that_plants_a_passing_record_during_a_run_gets_no_way_past_the_next_gate(
+    tmp_path: Path, before: str
+) -> None:
+    root = _project(tmp_path)
+    planted = _passing_record(tmp_path, root)
+    if before == "no_record":
+        (root / RECORD).unlink()
+        refusal, said = "has not been calibrated", "removed: there was none before they started"
+    else:  # measured honestly, and found too lenient: it passes the known-bad case
+        lenient = _eb(root, "calibrate", env={"LENIENT": "1"})
+        assert lenient.returncode == 1, lenient.stdout + lenient.stderr
+        refusal, said = "below min_agreement 1", "put back as it was before they started"
+    held = (root / RECORD).read_bytes() if (root / RECORD).exists() else None
+    refused = _eb(root, *GATED)
+    assert refused.returncode == 2 and refusal in refused.stderr, refused.stdout + refused.stderr
+
+    forging = _eb(root, "run", "--check-id", "greets", "--no-html", env=_planting(root, planted))
+    assert forging.returncode == 1, forging.stdout + forging.stderr
+    assert f"ERROR greets - eb's own files changed while this judge ran: {RECORD}" in forging.stdout
+    # What the judge planted is gone: the record holds what it held before the run, and the
+    # next run's gate still refuses the judge.
+    now = (root / RECORD).read_bytes() if (root / RECORD).exists() else None
+    assert now == held
+    again = _eb(root, *GATED)
+    assert again.returncode == 2, again.stdout + again.stderr
+    assert refusal in again.stderr
+    assert f"The calibration record {root / RECORD} changed while checks ran" in forging.stderr
+    assert said in forging.stderr
+
+    # An honest calibration, then a run: the record is eb's, kept, and lets the judge gate.
+    honest = _eb(root, "calibrate")
+    assert honest.returncode == 0, honest.stdout + honest.stderr
+    recorded = (root / RECORD).read_bytes()
+    gated = _eb(root, *GATED)
+    assert gated.returncode == 0, gated.stdout + gated.stderr
+    assert "eb's own files changed" not in gated.stdout + gated.stderr
+    assert "The calibration record" not in gated.stderr
+    assert (root / RECORD).read_bytes() == recorded
+
+
+def test_a_calibration_stopped_after_its_judge_planted_a_record_leaves_none(
+    tmp_path: Path,
+) -> None:
+    # Stopped, a calibration records nothing: nor may it leave what a judge wrote meanwhile.
+    root = _project(tmp_path)
+    planted = _passing_record(tmp_path, root)
+    (root / RECORD).unlink()
+    calibrating = subprocess.Popen(
+        [sys.executable, "-m", "eval_banana", "calibrate", "--cwd", str(root)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, **_planting(root, planted, HANG="60")},
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (root / RECORD).exists():  # the judge has planted its record
+            assert time.monotonic() < deadline and calibrating.poll() is None
+            time.sleep(0.05)
+        calibrating.send_signal(signal.SIGINT)
+        out, err = calibrating.communicate(timeout=60)
+    finally:
+        if calibrating.poll() is None:
+            calibrating.kill()
+            calibrating.communicate()
+    assert calibrating.returncode == 3, out + err
+    assert "Calibration interrupted; nothing recorded" in err
+    assert not (root / RECORD).exists()
+    refused = _eb(root, *GATED)
+    assert refused.returncode == 2 and "has not been calibrated" in refused.stderr
+    assert "removed: there was none before they started" in err

@@ -642,3 +642,43 @@ def test_a_run_still_writing_its_report_stage_is_no_earlier_run(tmp_path: Path) 
     current.mkdir()
     found = _earlier_runs(bases=[results], run_dir=current, cache=tmp_path / "cache")
     assert [path.name for path in found] == ["finished"]
+
+
+@pytest.mark.parametrize("kind", ["file", "link", "none"])
+def test_a_calibration_record_changed_meanwhile_is_put_back_as_it_stood(
+    tmp_path: Path, kind: str
+) -> None:
+    from eval_banana.isolation.places import StatePlaces
+    from eval_banana.isolation.state import StateWatch
+
+    record = tmp_path / "calibration.json"
+    honest = tmp_path / "honest.json"
+    honest.write_text('{"checks": {}}')
+    if kind == "file":
+        record.write_bytes(honest.read_bytes())
+        record.chmod(0o600)
+    elif kind == "link":
+        record.symlink_to("honest.json")  # the link put back, not what it names copied
+    places = StatePlaces(
+        folders=[],
+        files=[str(record)],
+        cache=str(tmp_path / "cache"),
+        calibration_record=str(record),
+    )
+    watch = StateWatch(places=places, project_root=tmp_path)
+    watch.started(key="a")
+    if kind == "link":
+        record.unlink()
+    record.write_text('{"checks": {"forged": {}}}')
+    assert watch.ended(key="a") == ["calibration.json"]
+    report = watch.finish()
+    if kind == "file":
+        assert report.record_put_back == "put back as it was before they started"
+        assert record.read_bytes() == honest.read_bytes()
+        assert record.stat().st_mode & 0o777 == 0o600
+    elif kind == "link":
+        assert record.is_symlink() and record.readlink() == Path("honest.json")
+    else:
+        assert report.record_put_back == "removed: there was none before they started"
+        assert not record.exists()
+    assert honest.read_text() == '{"checks": {}}'
