@@ -23,6 +23,10 @@ from markdown_it import MarkdownIt
 from eval_banana.checks.shardenv import AUTO_VARIABLES
 from tests.conftest import check_yaml, judge_yaml
 
+# The integrations suite (`pytest -m integrations`, which .ci/run runs): outside tools
+# installed and driven for real, left out of the README's command to keep it under ten minutes.
+pytestmark = pytest.mark.integrations
+
 REPO = Path(__file__).resolve().parent.parent
 SCRIPTS = REPO / "action"
 MARKER = "<!-- eval-banana:comment -->"

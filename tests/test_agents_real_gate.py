@@ -7,7 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO
+
+# The integrations suite (`pytest -m integrations`, which .ci/run runs): outside tools
+# installed and driven for real, left out of the README's command to keep it under ten minutes.
+pytestmark = pytest.mark.integrations
 
 
 def _pytest(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -266,7 +266,6 @@ def test_a_remote_that_never_answers_costs_one_attempt_per_request(
             backend = _open(f"s3://{BUCKET}/p", environ=environ, timeout=0.5)
         else:
             backend = _open(f"{hung.endpoint}/cache", timeout=0.5)
-        started = time.monotonic()
         with pytest.raises(RemoteError, match="timed out|[Tt]imeout"):
             if method == "get":
                 backend.get(kind="ac", name=NAME)
@@ -274,10 +273,10 @@ def test_a_remote_that_never_answers_costs_one_attempt_per_request(
                 backend.head(kind="ac", name=NAME)
             else:
                 backend.put(kind="ac", name=NAME, data=b"an entry")
-        elapsed = time.monotonic() - started
-        assert len(hung.connections) == 1
+        assert len(hung.connections) == 1  # one attempt: a retry opens a second connection
         received = _received(hung.connections[0])
-    assert elapsed < 0.5 + 0.4
+    # What made a request wait longer is counted, not timed (a loaded machine blurs a time): a
+    # second connection above, and asking for "100 Continue" below.
     assert b"expect:" not in received.lower()
     if method == "put":
         assert b"an entry" in received  # the body went out with the headers
