@@ -233,3 +233,41 @@ def test_a_run_beside_an_update_waits_for_it_before_its_checks_start(
     assert updating.returncode == 1 and TAMPERED not in updated, updated
     assert running is not None and running.returncode == 0 and TAMPERED not in out, out
     assert _result(old, "waits")["status"] == "failed"
+
+
+@pytest.mark.parametrize(
+    ("command", "signum"),
+    [(("update",), signal.SIGINT), (("stage", "config"), signal.SIGTERM)],
+    ids=["update-SIGINT", "stage-SIGTERM"],
+)
+def test_a_signal_ends_the_wait_for_another_runs_checks_and_rewrites_nothing(
+    root: Path, tmp_path: Path, command: tuple[str, ...], signum: signal.Signals
+) -> None:
+    """Ctrl-C (or SIGTERM) while `eb update` or `eb stage` waits for another run's checks
+    beside its folder: the wait ends at once, exit 3, and no stage file is rewritten (the
+    update went on waiting until the other run ended, then rewrote every stale stage)."""
+    assert _eb(root, "run", "-k", "quick").returncode == 0
+    old = newest_run_dir(root / "out")
+    stages = {path.name: path.read_bytes() for path in (old / "stages").iterdir()}
+    _made_stale(root)
+    running = _background(root, "run", "-k", "waits", log=tmp_path / "run.log")
+    try:
+        _until(lambda: _started(tmp_path) == ["waits"], process=running)
+        waiter = _background(root, *command, "--run-dir", str(old), log=tmp_path / "up.log")
+        waiting = f"Waiting for another eb run's checks (or the update of a run) in {old.parent}"
+        _until(lambda: waiting in (tmp_path / "up.log").read_text(), process=waiter)
+        waiter.send_signal(signum)
+        waiter.wait(timeout=10)  # while the other run's check still waits for the test
+        said = (tmp_path / "up.log").read_text()
+        assert running.poll() is None
+    finally:
+        (tmp_path / "release.txt").write_text("go")
+        out = _finished(running, log=tmp_path / "run.log")
+    assert waiter.returncode == 3, said
+    assert f"Interrupted before rewriting anything in {old}" in said
+    assert ": rerun" not in said
+    assert {path.name: path.read_bytes() for path in (old / "stages").iterdir()} == stages
+    assert running.returncode == 0 and TAMPERED not in out, out
+    # Still stale, so a later update rebuilds it.
+    assert _eb(root, "status", "--run-dir", str(old)).returncode == 1
+    assert _eb(root, "update", "--run-dir", str(old)).returncode == 0

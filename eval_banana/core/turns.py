@@ -152,17 +152,44 @@ def waiting_alone_in_folder(
     `waits` is called once and the turn is awaited (an interrupt ends the wait). Once `stop()`
     says the run is stopping (a signal its handler only notes), the wait ends without the
     turn: the file is written at once rather than never."""
+    fd = _await_alone(folder=folder, waits=waits, stop=stop)
+    with _closing(fd), _registered(fd=fd):
+        yield
+
+
+@contextlib.contextmanager
+def turn_alone_in_folder(
+    *, folder: Path, waits: Callable[[], None], stop: Callable[[], bool]
+) -> Iterator[None]:
+    """`waiting_alone_in_folder` for changes better not made than made in a stopping run (a
+    run folder rebuilt from what is still there): once `stop()` says the run is stopping,
+    while the turn is awaited or as it is taken, InterruptedError (an OSError) is raised and
+    nothing is held."""
+    fd = _await_alone(folder=folder, waits=waits, stop=stop)
+    if stop():
+        if fd is not None:
+            os.close(fd)
+        raise InterruptedError(
+            errno.EINTR, "interrupted while waiting for its turn at the folder", str(folder)
+        )
+    with _closing(fd), _registered(fd=fd):
+        yield
+
+
+def _await_alone(
+    *, folder: Path, waits: Callable[[], None], stop: Callable[[], bool]
+) -> int | None:
+    """`folder` taken alone, waiting while another process holds it (`waits` said once): its
+    descriptor, or None where there is no lock to take or once `stop()` ends the wait."""
     told = False
     while True:
         fd, busy = _lock_folder(folder=folder, exclusive=True)
         if not busy or stop():
-            break
+            return fd
         if not told:
             waits()
             told = True
         time.sleep(0.1)
-    with _closing(fd), _registered(fd=fd):
-        yield
 
 
 @contextlib.contextmanager

@@ -259,5 +259,7 @@ def rerun_stage(*, request: StageRequest, stage: str) -> int:
     other run's checks execute beside it (pipeline/writers.py)."""
     from eval_banana.pipeline.writers import rewriting_run
 
-    with rewriting_run(run_dir=request.run_dir, console=request.console):
+    with rewriting_run(
+        run_dir=request.run_dir, console=request.console, stop=request.cancel.is_set
+    ):
         return RERUNS[stage](request)

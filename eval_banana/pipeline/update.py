@@ -52,7 +52,7 @@ def _update(*, request: StageRequest, target: str, out: Out) -> int:
     rerun = {state.stage for state in todo}
     code = 0
     # Only a folder with something to rebuild waits for the checks beside it.
-    with output_turn(run_dir=run_dir, console=request.console):
+    with output_turn(run_dir=run_dir, console=request.console, stop=request.cancel.is_set):
         for state in todo:
             out(_stage_line(state=state))
             code = max(

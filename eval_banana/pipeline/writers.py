@@ -12,15 +12,15 @@ process killed in any way lets go of them, and nothing is left in the folder to 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from eval_banana.core.errors import RunInUseError
+from eval_banana.core.errors import RunAborted, RunInUseError
 from eval_banana.core.realpaths import real_path
 from eval_banana.core.turns import (
     alone_in_folder,
     holder_pid,
-    waiting_alone_in_folder,
+    turn_alone_in_folder,
     written_elsewhere,
 )
 from eval_banana.reporting.console import Console
@@ -60,9 +60,12 @@ def writing_run(*, run_dir: Path) -> Iterator[None]:
         yield
 
 
-def output_turn(*, run_dir: Path, console: Console) -> contextlib.AbstractContextManager[None]:
+@contextlib.contextmanager
+def output_turn(*, run_dir: Path, console: Console, stop: Callable[[], bool]) -> Iterator[None]:
     """Held while this process rewrites `run_dir` beside other runs' folders: waits while
-    another run's checks execute there (said once), as `eb calibrate` waits."""
+    another run's checks execute there (said once), as `eb calibrate` waits. A signal
+    (`stop()`, set by the command's handler) ends the wait at once with RunAborted, before
+    anything in `run_dir` is rewritten: the folder stays as it was, for a later update."""
     beside = real_path(run_dir).parent
 
     def waits() -> None:
@@ -71,11 +74,19 @@ def output_turn(*, run_dir: Path, console: Console) -> contextlib.AbstractContex
             f"before rewriting {run_dir}"
         )
 
-    return waiting_alone_in_folder(folder=beside, waits=waits)
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(turn_alone_in_folder(folder=beside, waits=waits, stop=stop))
+        except InterruptedError:
+            raise RunAborted(
+                f"Interrupted before rewriting anything in {run_dir}: it is left as it was "
+                "(run the command again to rebuild it)"
+            ) from None
+        yield
 
 
 @contextlib.contextmanager
-def rewriting_run(*, run_dir: Path, console: Console) -> Iterator[None]:
+def rewriting_run(*, run_dir: Path, console: Console, stop: Callable[[], bool]) -> Iterator[None]:
     """`writing_run` and `output_turn`, for `eb stage`."""
-    with writing_run(run_dir=run_dir), output_turn(run_dir=run_dir, console=console):
+    with writing_run(run_dir=run_dir), output_turn(run_dir=run_dir, console=console, stop=stop):
         yield
