@@ -14,6 +14,7 @@ from eval_banana.models.result import STOPPED as STOPPED_KEY
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, PlanDoc
 from eval_banana.pipeline.stalewords import describe_changes
+from eval_banana.runners.results import STOP_REASON_TEXT
 from eval_banana.stagefiles.agreement import unresulted
 from eval_banana.stagefiles.read import read_stage
 
@@ -135,7 +136,19 @@ def results_outdated(*, doc: ExecuteDoc, run_dir: Path) -> str | None:
         return f"cannot read the checks' inputs: {exc.message}"
     changes = [f"{describe_changes(ids)}: {why}" for why, ids in without.items()]
     changes += [f"{check_id}: {why}" for check_id, why in changed.items()]
-    return describe_changes(changes) if changes else None
+    if changes:
+        return describe_changes(changes)
+    return _abort_without_loss(doc=doc)
+
+
+def _abort_without_loss(*, doc: ExecuteDoc) -> str | None:
+    """A run recorded as aborted although every planned check holds its verdict (an interrupt
+    once its last check had ended, while the verdicts were stored): nothing is left to run, yet
+    the run cannot pass, so `eb update` records the results again, without the abort."""
+    if doc.aborted_by is None:
+        return None
+    why = STOP_REASON_TEXT.get(doc.aborted_by, doc.aborted_by)
+    return f"recorded as aborted ({doc.aborted_by}: {why}) though every check has its result"
 
 
 def _no_result_yet(*, result: CheckResult) -> str | None:

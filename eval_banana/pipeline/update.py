@@ -7,6 +7,7 @@ this module decides nothing about staleness, it only reruns what that found and 
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Callable
 
 from eval_banana.core.errors import RunAborted, StageFileError
@@ -206,7 +207,9 @@ def _update_execute(*, request: StageRequest, known: dict[str, str], out: Out) -
             plan=narrowed,
             guard=guarded,
             run_dir=run_dir,
-            cancel=request.cancel,
+            # With no check to run again, an interrupt stops nothing and loses no verdict: the
+            # results kept are recorded whole, not as an aborted run's.
+            cancel=request.cancel if narrowed.checks else threading.Event(),
             inputs=inputs,
             on_start=progress.started,
             on_result=progress.finished,

@@ -161,3 +161,63 @@ def test_an_interrupt_while_uploading_to_a_slow_shared_cache_stops_at_once_and_f
     # An aborted run keeps nothing: no local entry, no replay.
     assert project.entries() == []
     assert not list((project.cache_dir / "runs").rglob("*.json"))
+
+
+def _eb_now(root: Path, *args: str, remote: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "eval_banana", *args, "--cwd", str(root)],
+        env=_environ(remote=remote),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_a_run_aborted_after_its_last_check_is_stale_and_eb_update_records_it_whole(
+    tmp_path: Path, eb: Callable[..., Any], server: Hostile
+) -> None:
+    """Ctrl-C while the verdicts go up: every check holds its verdict, yet the run is aborted.
+    `eb status` called every row ok (exit 0) and every `eb update` said `Nothing to update`,
+    then `Run aborted ... 0 checks did not run` (exit 3), for good. The abort now makes execute
+    stale, and `eb update` records the results again without it, running no check."""
+    project = make_project(
+        tmp_path=tmp_path,
+        eb=eb,
+        checks={f"c{n}": script_check(f"c{n}", script="print('ok')\n") for n in range(2)},
+        files={},
+    )
+    server.put_delay = 5.0
+    run = subprocess.Popen(
+        [sys.executable, "-m", "eval_banana", "run", "--cwd", str(project.root)],
+        env=_environ(remote=server.url),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+
+    def uploading() -> None:
+        deadline = time.monotonic() + 30
+        while not any(method == "PUT" for method, _, _ in server.requests):
+            assert time.monotonic() < deadline, "eb never uploaded a verdict"
+            assert run.poll() is None, run.communicate()
+            time.sleep(0.02)
+
+    _stopped_once(run, ready=uploading, signum=signal.SIGINT)
+    assert run.returncode == 3
+    [run_dir] = (project.root / ".eval-banana" / "results").iterdir()
+    executed = json.loads((run_dir / "stages" / "execute.json").read_text())
+    assert (executed["aborted_by"], executed["not_run"]) == ("interrupt", [])
+    server.put_delay = 0.0
+    status = _eb_now(project.root, "status", remote=server.url)
+    assert status.returncode == 1, status.stdout + status.stderr
+    assert (
+        "execute   stages/execute.json    stale  (recorded as aborted (interrupt: interrupted) "
+        "though every check has its result)"
+    ) in status.stdout
+    updated = _eb_now(project.root, "update", remote=server.url)
+    assert updated.returncode == 0, updated.stdout + updated.stderr
+    assert "0 of 2 checks to run again; 2 keep their results" in updated.stdout
+    assert "Run aborted" not in updated.stderr
+    report = json.loads((run_dir / "report.json").read_text())
+    assert (report["aborted_by"], report["run_passed"], report["passed_checks"]) == (None, True, 2)
+    assert _eb_now(project.root, "status", remote=server.url).returncode == 0
