@@ -831,3 +831,40 @@ def test_an_update_after_eb_stage_config_changed_the_selection_plans_config_json
     )
     assert eb_process(proj.root, "update").returncode == 0
     assert _planned(proj.run_dir) == ["plain"]
+
+
+def test_a_moved_check_keeps_its_result_under_the_file_it_lives_in_now(
+    tmp_path: Path, eb: Callable[..., EbResult]
+) -> None:
+    """A check file moved (renamed, into another folder) keeps its definition, so `eb update`
+    keeps its verdict; the kept result named the file it was moved from, in execute.json,
+    report.json, checks/<stem>.json and the console's FAILED line, while plan.json named the
+    new one, and the plan's reason said only that the old file was removed."""
+    proj = Proj(root=tmp_path / "proj", eb=eb, failing=True)
+
+    def real_eb(*args: str) -> subprocess.CompletedProcess[str]:
+        return eb_process(proj.root, *args)
+
+    first = real_eb("run")
+    assert first.returncode == 1, first.stdout + first.stderr
+    old = proj.root / "eval_checks" / "fails.yaml"
+    new = proj.root / "eval_checks" / "release" / "fails_check.yaml"
+    new.parent.mkdir()
+    old.rename(new)
+    updated = real_eb("update")
+    assert updated.returncode == 1, updated.stdout + updated.stderr
+    assert proj.ran() == Counter(proj.checks)  # no check ran again
+    rows = _rows(updated.stdout)
+    assert (
+        "(eval_checks/fails.yaml moved to eval_checks/release/fails_check.yaml): rerun"
+        in rows["validate"]
+    )
+    (failed,) = [line for line in updated.stdout.splitlines() if line.startswith("FAILED")]
+    assert failed.endswith("(eval_checks/release/fails_check.yaml)"), failed
+    report = json.loads((proj.run_dir / "report.json").read_text())
+    (reported,) = [check for check in report["checks"] if check["check_id"] == "fails"]
+    assert proj.results()["fails"]["source_path"] == reported["source_path"] == str(new)
+    (evidence,) = (proj.run_dir / "checks").glob("fails-*.json")
+    assert json.loads(evidence.read_text())["source_path"] == str(new)
+    status = real_eb("status")
+    assert status.returncode == 0, status.stdout

@@ -40,7 +40,14 @@ def test_a_moved_project_is_judged_and_rebuilt_where_it_is_now(proj: Proj) -> No
     assert _rerun_stages(updated.stdout) == list(STAGES)
     assert "0 of 3 checks to run again; 3 keep their results" in updated.stdout
     assert proj.ran() == Counter(proj.checks)  # nothing changed but the folder's name
-    _kept(before, proj.results(), proj.checks)
+    after = proj.results()
+    # The verdicts kept, each naming its check file where it is now, as a fresh run would.
+    for check_id in proj.checks:
+        assert after[check_id]["source_path"] == str(proj.root / "eval_checks" / f"{check_id}.yaml")
+    moved = {key: {**result, "source_path": None} for key, result in after.items()}
+    _kept(
+        {key: {**result, "source_path": None} for key, result in before.items()}, moved, proj.checks
+    )
     assert _project_root(proj) == str(proj.root)
     _status_ok(proj)
 

@@ -28,6 +28,7 @@ def definition_changes(*, doc: PlanDoc, run_dir: Path) -> dict[str, str]:
     config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
     changes: dict[str, str] = {}
     families: dict[str, FamilyNow] = {}
+    arrivals = _Arrivals(config=config, planned={check.source_path for check in doc.checks})
     for check in doc.checks:
         if check.family is not None:
             # A case's digest is its family's definition plus its own row: expand it again.
@@ -48,9 +49,7 @@ def definition_changes(*, doc: PlanDoc, run_dir: Path) -> dict[str, str]:
         try:
             data = source.read_bytes()
         except OSError:
-            changes[check.id] = (
-                f"{shown_path(path=check.source_path, root=config.project_root)} removed"
-            )
+            changes[check.id] = _gone(check=check, config=config, arrivals=arrivals)
             continue
         script_path = check.definition.get("script_path")
         frozen = freeze_script(yaml_path=source, script_path=script_path) if script_path else None
@@ -66,6 +65,45 @@ def definition_changes(*, doc: PlanDoc, run_dir: Path) -> dict[str, str]:
         changes[check.id] = f"{shown_path(path=changed, root=config.project_root)} changed"
     changes.update(rows_added(doc=doc, families=families))
     return changes
+
+
+class _Arrivals:
+    """The check files found now that no planned check came from (a moved or renamed check
+    file is one of them), with their bytes; walked once, and only when a planned file is gone."""
+
+    def __init__(self, *, config: ConfigDoc, planned: set[str]) -> None:
+        self._config = config
+        self._planned = planned
+        self._found: dict[str, bytes] | None = None
+
+    def files(self) -> dict[str, bytes]:
+        if self._found is None:
+            from eval_banana.stages.discover import discover
+
+            contents: dict[str, bytes] = {}
+            try:
+                discover(config=self._config, inputs={}, contents=contents)
+            except EvalBananaError:
+                contents = {}  # discovery's own row says why it fails
+            self._found = {
+                path: data for path, data in contents.items() if path not in self._planned
+            }
+        return self._found
+
+
+def _gone(*, check: PlannedCheck, config: ConfigDoc, arrivals: _Arrivals) -> str:
+    """Why a planned check's file cannot be read: moved (a file found now holds the same
+    definition, its script found from there) or removed."""
+    from eval_banana.checks.definition import definition_digest, freeze_script
+
+    old = shown_path(path=check.source_path, root=config.project_root)
+    script_path = check.definition.get("script_path")
+    for path, data in arrivals.files().items():
+        source = Path(path)
+        frozen = freeze_script(yaml_path=source, script_path=script_path) if script_path else None
+        if definition_digest(yaml_bytes=data, frozen=frozen) == check.check_definition_sha256:
+            return f"{old} moved to {shown_path(path=path, root=config.project_root)}"
+    return f"{old} removed"
 
 
 def planned_for(plan: PlanDoc) -> Selection:

@@ -3,10 +3,12 @@ results merged over the earlier execute stage, one result per planned check agai
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from eval_banana.harness.usage import usage_tokens, usage_totals
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ExecuteDoc, PlanDoc, PlannedCheck
-from eval_banana.runners.results import instant_error, judge_expectation
+from eval_banana.runners.results import instant_error, judge_expectation, write_check_result
 from eval_banana.stages.execute import execution_ms
 
 # (check id, definition digest) -> the earlier result of that check under that definition.
@@ -24,9 +26,13 @@ def _earlier(previous: ExecuteDoc | None) -> Earlier:
 
 
 def _kept_result(*, check: PlannedCheck, earlier: Earlier) -> CheckResult:
-    """The earlier result of a check a selective rerun left out, if it is for this definition."""
+    """The earlier result of a check a selective rerun left out, if it is for this definition:
+    naming the file the check lives in now, as a fresh run's would (a check file moved or
+    renamed keeps its definition, and its verdict)."""
     kept = earlier.get((check.id, check.check_definition_sha256))
     if kept is not None:
+        if kept.source_path != check.source_path:
+            return kept.model_copy(update={"source_path": check.source_path})
         return kept
     return judge_expectation(
         result=instant_error(
@@ -115,3 +121,20 @@ def _merged_by_check(
         elif check.id in kept and result.details.get("not_run") is not True:
             digests[check.id] = kept[check.id]
     return digests
+
+
+def rewrite_moved_evidence(
+    *, run_dir: Path, plan: PlanDoc, merged: ExecuteDoc, previous: ExecuteDoc | None
+) -> None:
+    """checks/<stem>.json of each kept result that now names another check file than it did
+    (`_kept_result`): the evidence says what execute.json and the report say."""
+    if previous is None:
+        return
+    before = {
+        (result.check_id, result.check_definition_sha256): result.source_path
+        for result in previous.results
+    }
+    for check, result in zip(plan.checks, merged.results, strict=True):
+        was = before.get((result.check_id, result.check_definition_sha256))
+        if was is not None and was != result.source_path:
+            write_check_result(checks_dir=run_dir / "checks", stem=check.stem, result=result)

@@ -11,7 +11,7 @@ from eval_banana.history.balance import resolve_balance
 from eval_banana.models.config import Selection
 from eval_banana.models.stages import ConfigDoc, DiscoverDoc, ExecuteDoc, GuardDoc, PlanDoc
 from eval_banana.pipeline.agreeing import refuse_disagreement
-from eval_banana.pipeline.partial import merge_results
+from eval_banana.pipeline.partial import merge_results, rewrite_moved_evidence
 from eval_banana.pipeline.relocation import relocation
 from eval_banana.pipeline.stageselect import narrowed_plan, selecting
 from eval_banana.pipeline.stagesettings import stage_settings
@@ -195,6 +195,9 @@ def rerun_execute(request: StageRequest) -> int:
     if request.selection is not None:
         full_plan: PlanDoc = read_stage(run_dir=request.run_dir, stage="validate")
         doc = merge_results(plan=full_plan, fresh=doc, previous=previous)
+        rewrite_moved_evidence(
+            run_dir=request.run_dir, plan=full_plan, merged=doc, previous=previous
+        )
     execute_stage.write_execute_stage(run_dir=request.run_dir, doc=doc)
     return 3 if doc.aborted_by else 0
 

@@ -181,7 +181,7 @@ def _previous_results(*, request: StageRequest) -> ExecuteDoc | None:
 
 def _update_execute(*, request: StageRequest, known: dict[str, str], out: Out) -> int:
     """Run only the planned checks whose result is out of date; the others keep theirs."""
-    from eval_banana.pipeline.partial import merge_results
+    from eval_banana.pipeline.partial import merge_results, rewrite_moved_evidence
     from eval_banana.stages import execute as execute_stage
     from eval_banana.stages import guard as guard_stage
     from eval_banana.stages import validate as validate_stage
@@ -217,6 +217,7 @@ def _update_execute(*, request: StageRequest, known: dict[str, str], out: Out) -
         )
     request.console.warn_each(fresh.warnings)  # as `eb run` shows them
     doc = merge_results(plan=plan, fresh=fresh, previous=previous)
+    rewrite_moved_evidence(run_dir=run_dir, plan=plan, merged=doc, previous=previous)
     execute_stage.write_execute_stage(run_dir=run_dir, doc=doc)
     return 3 if doc.aborted_by else 0
 
