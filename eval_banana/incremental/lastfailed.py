@@ -1,8 +1,9 @@
 """--last-failed, as pytest's --lf: the checks that failed the last time they ran.
 
-Every `eb run` updates `.eval-banana/lastfailed.json` (settings/folders.py)
-from the checks it ran: a failed or errored check is remembered, a passed one forgotten, and a
-check the run did not run (another `-k`, a `--tag`, stopped before it started) keeps its entry.
+Every `eb run` (and every `eb update` that runs checks again) updates
+`.eval-banana/lastfailed.json` (settings/folders.py) from the checks it ran: a failed or
+errored check is remembered, a passed one forgotten, and a check the run did not run (another
+`-k`, a `--tag`, stopped before it started) keeps its entry.
 So a failure survives any number of partial runs until a run that runs it passes it, or a run
 that read every check file finds no check of its id (deleted or renamed): that one forgets it.
 """

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,7 +22,7 @@ from eval_banana.core.errors import (
     WriteFault,
 )
 from eval_banana.history.gitstate import GitProbe
-from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
+from eval_banana.models.stages import ConfigDoc, ScoreDoc
 from eval_banana.pipeline.finish import (
     begin_html,
     begin_marks,
@@ -32,6 +31,7 @@ from eval_banana.pipeline.finish import (
 )
 from eval_banana.pipeline.lateinterrupt import interrupted_late
 from eval_banana.pipeline.outcome import RunOutcome
+from eval_banana.pipeline.remembering import remember_failures, remembered_before
 from eval_banana.pipeline.reporttargets import (
     ReportTarget,
     check_files_read,
@@ -61,7 +61,6 @@ from eval_banana.stages.config import (
 
 if TYPE_CHECKING:
     from eval_banana.history.trend import Recent
-    from eval_banana.models.lastfailed import FailedCheck
 
 
 def run_pipeline(*, request: RunRequest, cancel: threading.Event, console: Console) -> RunOutcome:
@@ -260,9 +259,7 @@ def _stages(
     faults = FaultLog()
     marks = begin_marks(config=config, extras=request.extras)
     # What --last-failed remembers, read before a check can rewrite it.
-    from eval_banana.incremental.lastfailed import remembered
-
-    remembered_before = remembered(config=config)
+    before = remembered_before(config=config)
     try:
         with ProgressReporter.over(checks=plan.checks, console=console) as progress:
             executed = execute_stage.execute(
@@ -290,10 +287,10 @@ def _stages(
         digests["execute"] = execute_stage.write_execute_stage(run_dir=run_dir, doc=executed)
         # The plan's own are in the report with the rest, and were told before the run.
         console.warn_each([w for w in executed.warnings if w not in plan.warnings])
-        _remember_failures(
+        remember_failures(
             config=config,
             executed=executed,
-            before=remembered_before,
+            before=before,
             defined=outcome.defined_ids,
             console=console,
             cancel=cancel,
@@ -336,36 +333,6 @@ def _stages(
         )
         recorder.keep(run=run, console=console)
     return finished
-
-
-def _remember_failures(
-    *,
-    config: ConfigDoc,
-    executed: ExecuteDoc,
-    before: Mapping[str, FailedCheck],
-    defined: frozenset[str] | None,
-    console: Console,
-    cancel: threading.Event,
-) -> None:
-    """What --last-failed will rerun; a record that cannot be written costs only that.
-    `before`: what it remembered before the checks ran; `defined`: the ids the check files
-    define, so a failure of a check gone since is forgotten. A wait for the record's turn ends
-    with `cancel` (SIGTERM, Ctrl-C): the run then finishes its reports and stops."""
-    from eval_banana.incremental.lastfailed import remember_results
-    from eval_banana.settings.folders import last_failed_path
-
-    try:
-        remember_results(
-            config=config,
-            results=executed.results,
-            before=before,
-            defined=defined,
-            stop=cancel.is_set,
-        )
-    except (WriteFault, OSError) as exc:
-        # A read-only checkout, a folder in the record's place: the run's verdict stands.
-        said = WriteFault.told(path=last_failed_path(config=config), exc=exc)
-        console.warn(f"could not record the failed checks for --last-failed: {said}")
 
 
 def _note_nothing_launched(*, score: ScoreDoc, console: Console) -> None:

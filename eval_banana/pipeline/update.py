@@ -14,6 +14,7 @@ from eval_banana.core.errors import RunAborted, StageFileError
 from eval_banana.core.words import one_line, plural
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, GuardDoc, PlanDoc, ScoreDoc
 from eval_banana.pipeline.definitionchanges import definition_changes, planned_for
+from eval_banana.pipeline.remembering import remember_failures, remembered_before
 from eval_banana.pipeline.rerun import RERUNS, StageRequest
 from eval_banana.pipeline.resultchanges import outdated_results
 from eval_banana.pipeline.status import StageState, moved_project, run_status
@@ -201,6 +202,8 @@ def _update_execute(*, request: StageRequest, known: dict[str, str], out: Out) -
     for check_id, why in reasons.items():
         out(f"  rerun {check_id}: {one_line(why)}")
     narrowed = plan.model_copy(update={"checks": [c for c in plan.checks if c.id in reasons]})
+    # What --last-failed remembers, read before a check can rewrite it (as `eb run` reads it).
+    before = remembered_before(config=config)
     with ProgressReporter.over(checks=narrowed.checks, console=request.console) as progress:
         fresh = execute_stage.execute(
             config=config,
@@ -219,6 +222,16 @@ def _update_execute(*, request: StageRequest, known: dict[str, str], out: Out) -
     doc = merge_results(plan=plan, fresh=fresh, previous=previous)
     rewrite_moved_evidence(run_dir=run_dir, plan=plan, merged=doc, previous=previous)
     execute_stage.write_execute_stage(run_dir=run_dir, doc=doc)
+    # The verdicts it reached are remembered as `eb run` remembers its own; a kept result is
+    # none of them. It reads only the plan, so it cannot tell a gone check: it forgets none.
+    remember_failures(
+        config=config,
+        executed=fresh,
+        before=before,
+        defined=None,
+        console=request.console,
+        cancel=request.cancel,
+    )
     return 3 if doc.aborted_by else 0
 
 

@@ -1,0 +1,80 @@
+"""`eb update` keeps a run's selection and its verdicts honest: what it rebuilds is the run it
+was made as, and what it finds is remembered as `eb run` remembers it.
+
+Every test drives real `eb` processes in a real git repository.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.cache.rig import script_check
+from tests.gitrepo import init_repo
+from tests.processes import eb_process
+
+# add() as the project ships it, and broken.
+GOOD_ADD = "def add(a, b):\n    return a + b\n"
+BROKEN_ADD = "def add(a, b):\n    return a - b\n"
+# A check that imports src/calc.py and fails while add() is broken.
+CALC_SCRIPT = (
+    "import json, sys\n"
+    "from pathlib import Path\n"
+    "ctx = json.loads(Path(sys.argv[1]).read_text())\n"
+    "sys.path.insert(0, str(Path(ctx['project_root']) / 'src'))\n"
+    "from calc import add\n"
+    "assert add(2, 3) == 5, add(2, 3)\n"
+)
+
+
+@pytest.fixture(autouse=True)
+def _no_repository_above(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+
+
+def _calc_project(tmp_path: Path) -> Path:
+    return init_repo(
+        tmp_path / "proj",
+        {
+            ".gitignore": ".eval-banana/results/\n.eval-banana/lastfailed.json\n",
+            ".eval-banana/config.toml": "",
+            "src/calc.py": GOOD_ADD,
+            "eval_checks/calc.yaml": script_check(
+                "calc_adds", script=CALC_SCRIPT, inputs=["src/*.py"]
+            ),
+        },
+    )
+
+
+def _eb(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return eb_process(root, *args)
+
+
+def _remembered(root: Path) -> list[str]:
+    record = root / ".eval-banana" / "lastfailed.json"
+    if not record.exists():
+        return []
+    return sorted(json.loads(record.read_text())["failed"])
+
+
+def test_update_remembers_what_it_finds_failing_and_forgets_what_it_fixed(
+    tmp_path: Path,
+) -> None:
+    root = _calc_project(tmp_path)
+    assert _eb(root, "run").returncode == 0
+    (root / "src" / "calc.py").write_text(BROKEN_ADD)
+    updated = _eb(root, "update")
+    assert updated.returncode == 1, updated.stdout + updated.stderr
+    assert _remembered(root) == ["calc_adds"]
+    # The next --last-failed run reruns the failure the update found.
+    again = _eb(root, "run", "--last-failed", "--last-failed-none", "skip")
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert "calc_adds: failed" in again.stdout
+    # An update that fixes it forgets it: --last-failed then has nothing to rerun.
+    (root / "src" / "calc.py").write_text(GOOD_ADD)
+    fixed = _eb(root, "update")
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert _remembered(root) == []
