@@ -128,6 +128,7 @@ def test_the_selection_is_recorded_in_config_json(five: Path, eb: Eb) -> None:
         "shard": None,
         "subset": None,
         "changed_since": None,
+        "changed_since_commit": None,
         "last_failed": False,
         "last_failed_run_id": None,
         "last_failed_ids": None,

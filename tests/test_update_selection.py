@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.cache.rig import script_check
-from tests.gitrepo import init_repo
+from tests.gitrepo import commit_all, init_repo
 from tests.processes import eb_process
 
 # add() as the project ships it, and broken.
@@ -78,3 +78,36 @@ def test_update_remembers_what_it_finds_failing_and_forgets_what_it_fixed(
     fixed = _eb(root, "update")
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     assert _remembered(root) == []
+
+
+def _report(root: Path) -> dict[str, str]:
+    """Check id -> status, from the newest run's report.json."""
+    run_dir = max((root / ".eval-banana" / "results").iterdir())
+    report = json.loads((run_dir / "report.json").read_text())
+    return {result["check_id"]: result["status"] for result in report["checks"]}
+
+
+def test_update_keeps_changed_since_on_the_commit_the_run_compared_with(tmp_path: Path) -> None:
+    root = _calc_project(tmp_path)
+    other = script_check("other", script="pass\n", inputs=["nothing.txt"])
+    (root / "eval_checks" / "other.yaml").write_text(other)
+    (root / "nothing.txt").write_text("")
+    base = commit_all(root, "other")
+    (root / "src" / "calc.py").write_text(BROKEN_ADD)
+    made = _eb(root, "run", "--changed-since", "HEAD")
+    assert made.returncode == 1, made.stdout + made.stderr
+    assert _report(root) == {"calc_adds": "failed"}
+    run_dir = max((root / ".eval-banana" / "results").iterdir())
+    config = json.loads((run_dir / "stages" / "config.json").read_text())
+    assert config["selection"]["changed_since"] == "HEAD"
+    assert config["selection"]["changed_since_commit"] == base
+    # The broken code is committed: HEAD moves past the commit the run compared with. Then
+    # an unrelated check file changes, so the plan is made again.
+    commit_all(root, "broken add")
+    (root / "eval_checks" / "other.yaml").write_text(other.replace("Script other.", "Other."))
+    status = _eb(root, "status")
+    assert f"--changed-since HEAD is pinned to commit {base}" in status.stdout
+    updated = _eb(root, "update")
+    # Planned against the same commit: calc_adds is still selected, its failure stands.
+    assert updated.returncode == 1, updated.stdout + updated.stderr
+    assert _report(root) == {"calc_adds": "failed", "other": "passed"}

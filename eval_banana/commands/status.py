@@ -15,7 +15,7 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from eval_banana.pipeline.status import run_status
+    from eval_banana.pipeline.status import pinned_selection, run_status
     from eval_banana.pipeline.writers import writer_shown
 
     run_dir = common.resolve_run_dir(args)
@@ -27,6 +27,9 @@ def run(args: argparse.Namespace) -> int:
         # message): one line in the table, never a line of its own (a `::` workflow command).
         detail = f"  ({one_line(state.detail)})" if state.detail else ""
         print(f"{state.stage:<9} {str(relative):<22} {state.state}{detail}")
+    pinned = pinned_selection(run_dir=run_dir)
+    if pinned is not None:
+        print(one_line(pinned))  # the revision is the user's words
     writer = writer_shown(run_dir=run_dir)
     if writer is not None:
         # Its missing stage files are still to come: `eb update` now would run its checks twice.

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from eval_banana.incremental.changed import CaseRows, changed_checks
+from eval_banana.incremental.changed import CaseRows, changed_checks, compared_revision
 from eval_banana.incremental.lastfailed import resolve_last_failed
 from eval_banana.models.stages import ConfigDoc, ProblemModel
 
@@ -79,10 +79,11 @@ def select_incremental(
                     count=len(runnable),
                 )
             )
-    if selection.changed_since is not None and kept:
+    revision = compared_revision(selection=selection)
+    if revision is not None and kept:
         chosen = changed_checks(
             config=config,
-            revision=selection.changed_since,
+            revision=revision,
             checks=[checks[i] for i in kept],
             cases=[cases[i] for i in kept] if cases else (),
         )

@@ -20,11 +20,18 @@ from typing import Any, NamedTuple
 
 from eval_banana.core.errors import ChangeSelectionError, ProjectStateError
 from eval_banana.core.realpaths import real_path
+from eval_banana.models.config import Selection
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.projectstate.git import GitNotStarted, GitRefused, NotARepository
 from eval_banana.projectstate.patterns import InputPatterns, outermost
 from eval_banana.projectstate.prefixes import relative_files
-from eval_banana.projectstate.revision import Changes, Comparison, UnknownRevision, file_at
+from eval_banana.projectstate.revision import (
+    Changes,
+    Comparison,
+    UnknownRevision,
+    commit_named,
+    file_at,
+)
 from eval_banana.projectstate.state import StateDiff
 from eval_banana.settings.folders import own_files, own_folders
 
@@ -145,7 +152,8 @@ def _no_repository_error(*, exc: NotARepository, root: str) -> ChangeSelectionEr
     return ChangeSelectionError(message, field_path="changed_since", hint=hint)
 
 
-def _setup_error(*, exc: Exception, revision: str, root: str) -> ChangeSelectionError:
+def _setup_error(*, exc: Exception, revision: str, named: str, root: str) -> ChangeSelectionError:
+    """`revision`: what was compared with (the commit pinned); `named`: it as told."""
     if isinstance(exc, NotARepository):
         return _no_repository_error(exc=exc, root=root)
     message = exc.message if isinstance(exc, ProjectStateError) else str(exc)
@@ -156,8 +164,38 @@ def _setup_error(*, exc: Exception, revision: str, root: str) -> ChangeSelection
             "with the full history)"
         )
     return ChangeSelectionError(
-        f"--changed-since {revision}: {message}", field_path="changed_since", hint=hint
+        f"--changed-since {named}: {message}", field_path="changed_since", hint=hint
     )
+
+
+def pin_changed_since(*, config: ConfigDoc) -> ConfigDoc:
+    """`config` with the commit its --changed-since revision names now recorded beside it, so
+    the run's plan made again later (`eb update` after a commit, a branch that moved) compares
+    with the same commit and selects as the run did. One recorded already stays: the run is
+    the one it was. When git cannot name one, nothing is recorded, and the validate stage
+    tells why as it always has."""
+    selection = config.selection
+    if selection.changed_since is None or selection.changed_since_commit is not None:
+        return config
+    commit = commit_named(root=config.project_root, revision=selection.changed_since)
+    if commit is None:
+        return config
+    pinned = selection.model_copy(update={"changed_since_commit": commit})
+    return config.model_copy(update={"selection": pinned})
+
+
+def compared_revision(*, selection: Selection) -> str | None:
+    """What --changed-since compares with: the commit its revision named when the run was made,
+    else (a run made before eb recorded it, or git could not name one) the revision itself."""
+    return selection.changed_since_commit or selection.changed_since
+
+
+def _named_revision(*, selection: Selection, revision: str) -> str:
+    """The revision as a message names it: as given, and the commit it was pinned to."""
+    given = selection.changed_since or revision
+    if selection.changed_since_commit is None or given == selection.changed_since_commit:
+        return given
+    return f"{given} (commit {selection.changed_since_commit}, as when the run was made)"
 
 
 # Comparisons started by `prefetch`, by (project root, revision), until changed_checks takes one.
@@ -172,7 +210,7 @@ def prefetch(*, config: ConfigDoc) -> None:
     the checks need is only known once they are read, and `changed_checks` keeps that part.
     Any problem is left for `changed_checks` to report with its usual message.
     """
-    revision = config.selection.changed_since
+    revision = compared_revision(selection=config.selection)
     key = (config.project_root, revision or "")
     if revision is None or key in _STARTED:
         return
@@ -249,7 +287,8 @@ def changed_checks(
             with_ignored=bool(compared),
         )
     except (NotARepository, ProjectStateError) as exc:
-        raise _setup_error(exc=exc, revision=revision, root=root) from None
+        named = _named_revision(selection=config.selection, revision=revision)
+        raise _setup_error(exc=exc, revision=revision, named=named, root=root) from None
     # eb's own files (the failures every run remembers, its JUnit file...) are never what a
     # check reads, as they are no part of its cache key.
     own = relative_files(root=root, files=own_files(config=config))

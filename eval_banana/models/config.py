@@ -456,6 +456,14 @@ class Selection(_Section):
         default=None,
         description="--changed-since: only checks whose files differ from this git revision.",
     )
+    changed_since_commit: str | None = Field(
+        default=None,
+        description="The commit --changed-since's revision named when the run was made: a "
+        "plan made again for the run (`eb update`, `eb stage validate`) compares with this "
+        "commit, not with the one the revision names by then (a branch or HEAD that moved), "
+        "so it selects as the run did. Null: git could not name one (the plan says why), or "
+        "no --changed-since.",
+    )
     last_failed: bool = Field(
         default=False, description="--last-failed: only the checks the newest earlier run failed."
     )

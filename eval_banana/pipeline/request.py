@@ -30,8 +30,9 @@ class RunRequest(NamedTuple):
 
 
 def load_config(*, request: RunRequest, run_id: str) -> ConfigDoc:
-    """The config stage for this request (--last-failed resolved against the earlier runs;
-    --balance history, against the run history)."""
+    """The config stage for this request (--changed-since pinned to the commit its revision
+    names now; --last-failed resolved against the earlier runs; --balance history, against the
+    run history)."""
     config = resolve_config(
         cwd=request.cwd,
         cli_values=request.cli_values,
@@ -40,6 +41,10 @@ def load_config(*, request: RunRequest, run_id: str) -> ConfigDoc:
         selection=request.selection,
         run_id=run_id,
     )
+    if config.selection.changed_since is not None:
+        from eval_banana.incremental.changed import pin_changed_since
+
+        config = pin_changed_since(config=config)
     if config.selection.last_failed:
         from eval_banana.incremental.lastfailed import resolve_last_failed
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eval_banana.history.balance import resolve_balance
+from eval_banana.incremental.changed import pin_changed_since
 from eval_banana.models.config import Selection
 from eval_banana.models.stages import ConfigDoc, DiscoverDoc, ExecuteDoc, GuardDoc, PlanDoc
 from eval_banana.pipeline.agreeing import refuse_disagreement
@@ -77,6 +78,9 @@ def rerun_config(request: StageRequest) -> int:
     )
     # The run was created once: a rerun of its config stage does not make it the newest run.
     doc = doc.model_copy(update={"run_created_at": previous.run_created_at or previous.created_at})
+    # A selection given now is a new request: its --changed-since is pinned to the commit its
+    # revision names now (the run's own keeps the commit it was pinned to).
+    doc = pin_changed_since(config=doc)
     if request.selection is None:
         # The same selection splits by the same durations: the history may have grown since.
         doc = doc.model_copy(update={"shard_durations": previous.shard_durations})
@@ -130,6 +134,8 @@ def rerun_validate(request: StageRequest) -> int:
         config = selecting(
             config=recorded, selection=request.selection, cli_values=request.cli_values
         )
+        # Planned as `eb run` plans it: --changed-since against the commit it names now.
+        config = pin_changed_since(config=config)
         if discovered.roots != [discover_stage.walked_root(config=config)]:
             _warn_far_checks(config=config, console=request.console)
             contents = {}

@@ -218,3 +218,27 @@ def run_status(*, run_dir: Path) -> list[StageState]:
         else:
             states[stage] = stage_state(run_dir=run_dir, stage=stage, upstream=states)
     return [states[stage] for stage in STAGE_NAMES]
+
+
+def pinned_selection(*, run_dir: Path) -> str | None:
+    """What a rebuilt plan of the run compares --changed-since with, said beside the stages:
+    the commit its revision named when the run was made (a branch or HEAD may point elsewhere
+    by now). None without --changed-since, or when config.json cannot be read (its row says)."""
+    try:
+        config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
+    except StageFileError:
+        return None
+    selection = config.selection
+    if selection.changed_since is None:
+        return None
+    if selection.changed_since_commit is None:
+        return (
+            f"--changed-since {selection.changed_since} is pinned to no commit (git named "
+            "none when the run was made, or an older eb made it): eb update plans against "
+            "the commit it names then"
+        )
+    return (
+        f"--changed-since {selection.changed_since} is pinned to commit "
+        f"{selection.changed_since_commit}, the one it named when the run was made: eb "
+        "update plans against it"
+    )

@@ -41,6 +41,23 @@ def resolve_revision(*, repo: git.Repository, revision: str) -> str:
     return out.decode("ascii").strip()
 
 
+def commit_named(*, root: str, revision: str) -> str | None:
+    """The commit id `revision` names in the work tree holding `root`, by one git command;
+    None when git cannot say (no work tree, no git, an unknown revision): whoever compares
+    with it then tells why, as `changes_since` does."""
+    if not _may_name_a_revision(revision) or not git.may_be_in_work_tree(root=root):
+        return None
+    try:
+        process = git.start(
+            args=["rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}"], cwd=root
+        )
+    except git.NotARepository:
+        return None
+    out, _ = process.communicate()
+    named = out.decode("ascii", "replace").strip()
+    return named if process.returncode == 0 and named else None
+
+
 class Changes(NamedTuple):
     repo: git.Repository  # the work tree compared, for reading a file as the commit holds it
     commit: str  # the commit the revision named

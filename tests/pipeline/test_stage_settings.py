@@ -260,8 +260,9 @@ def test_every_selection_field_names_the_stages_that_read_it() -> None:
     from eval_banana.pipeline.stagesettings import SELECTION_FLAGS
     from eval_banana.stagefiles.layout import STAGE_NAMES
 
-    # Filled by the config stage from --last-failed, never by a flag of their own.
-    derived = {"last_failed_run_id", "last_failed_ids"}
+    # Filled by the config stage from --last-failed and --changed-since, never by a flag of
+    # their own.
+    derived = {"last_failed_run_id", "last_failed_ids", "changed_since_commit"}
     declared = {flag.field for flag in SELECTION_FLAGS}
     assert declared == set(Selection.model_fields) - derived
     assert all(flag.read_by and set(flag.read_by) <= set(STAGE_NAMES) for flag in SELECTION_FLAGS)
