@@ -111,3 +111,75 @@ def test_update_keeps_changed_since_on_the_commit_the_run_compared_with(tmp_path
     # Planned against the same commit: calc_adds is still selected, its failure stands.
     assert updated.returncode == 1, updated.stdout + updated.stderr
     assert _report(root) == {"calc_adds": "failed", "other": "passed"}
+
+
+# A family whose script fails a row with a negative n.
+ROWS_CHECK = (
+    "schema_version: 1\n"
+    "id: {family}\n"
+    "type: deterministic\n"
+    'description: "row {{{{ case.id }}}} is positive"\n'
+    "cases_from: data/{family}.jsonl\n"
+    "inputs: []\n"
+    "script: |\n"
+    "  import json, sys\n"
+    "  from pathlib import Path\n"
+    "  ctx = json.loads(Path(sys.argv[1]).read_text())\n"
+    "  assert ctx['case']['n'] > 0, ctx['case']\n"
+)
+
+
+def _rows(*rows: dict[str, object]) -> str:
+    return "".join(json.dumps(row) + "\n" for row in rows)
+
+
+def test_a_row_left_out_that_gains_the_selected_tag_makes_the_plan_stale(
+    tmp_path: Path,
+) -> None:
+    root = init_repo(
+        tmp_path / "proj",
+        {
+            ".gitignore": ".eval-banana/results/\n.eval-banana/lastfailed.json\n",
+            ".eval-banana/config.toml": "",
+            "eval_checks/rows.yaml": ROWS_CHECK.format(family="rows"),
+            "eval_checks/more.yaml": ROWS_CHECK.format(family="more"),
+            # rows: planned in part under --tag fast; more: none of its rows planned.
+            "data/rows.jsonl": _rows(
+                {"id": "a", "n": 1, "tags": ["fast"]}, {"id": "b", "n": -2}, {"id": "c", "n": 3}
+            ),
+            "data/more.jsonl": _rows({"id": "x", "n": -1}, {"id": "y", "n": 1}),
+        },
+    )
+    made = _eb(root, "run", "--tag", "fast")
+    assert made.returncode == 0, made.stdout + made.stderr
+    assert _report(root) == {"rows[a]": "passed"}
+    # A row the selection left out changes only in what no selection reads: nothing to do.
+    (root / "data" / "rows.jsonl").write_text(
+        _rows({"id": "a", "n": 1, "tags": ["fast"]}, {"id": "b", "n": -2}, {"id": "c", "n": 4})
+    )
+    (root / "data" / "more.jsonl").write_text(_rows({"id": "x", "n": -5}, {"id": "y", "n": 1}))
+    assert _eb(root, "status").returncode == 0
+    # Row b gains the tag the run selected: the plan is stale, and the update runs b.
+    (root / "data" / "rows.jsonl").write_text(
+        _rows(
+            {"id": "a", "n": 1, "tags": ["fast"]},
+            {"id": "b", "n": -2, "tags": ["fast"]},
+            {"id": "c", "n": 4},
+        )
+    )
+    status = _eb(root, "status")
+    assert status.returncode == 1, status.stdout
+    assert "rows: a row's id, tags or skip changed in data/rows.jsonl" in status.stdout
+    updated = _eb(root, "update")
+    assert updated.returncode == 1, updated.stdout + updated.stderr
+    assert _report(root) == {"rows[a]": "passed", "rows[b]": "failed"}
+    # So does a row of a family none of whose rows the run planned.
+    (root / "data" / "more.jsonl").write_text(
+        _rows({"id": "x", "n": -5, "tags": ["fast"]}, {"id": "y", "n": 1})
+    )
+    status = _eb(root, "status")
+    assert "more: a row's id, tags or skip changed in data/more.jsonl" in status.stdout
+    updated = _eb(root, "update")
+    assert updated.returncode == 1, updated.stdout + updated.stderr
+    assert _report(root) == {"more[x]": "failed", "rows[a]": "passed", "rows[b]": "failed"}
+    assert _eb(root, "status").returncode == 0

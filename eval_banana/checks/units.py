@@ -278,6 +278,35 @@ def family_digest_over(*, source_path: str, script: bytes) -> str | None:
     return family_digest(definition=definition, script=script)
 
 
+def family_picks_of(*, units: list[Unit], kept: Collection[str], root: str) -> dict[str, str]:
+    """The check file of each family some of whose cases are not in `kept` (the ids the plan
+    holds, run or skipped) -> the digest of what a selection picks its cases by
+    (`case_picks_digest`), over all its cases: a row left out that gains a selected tag, or
+    loses its skip, changes it. The file is named relative to `root` (as given outside it)."""
+    from eval_banana.datasets.keys import case_picks_digest
+
+    by_file: dict[str, list[Unit]] = {}
+    for unit in units:
+        if unit.case is not None:
+            by_file.setdefault(unit.item.path, []).append(unit)
+    picks: dict[str, str] = {}
+    for path, cases in by_file.items():
+        if all(unit.check_id in kept for unit in cases):
+            continue  # the plan holds the whole family: each row is compared on its own
+        digest = case_picks_digest(
+            (unit.case.case_id, unit.case.definition) for unit in cases if unit.case is not None
+        )
+        picks[_root_relative(path=path, root=root)] = digest
+    return picks
+
+
+def _root_relative(*, path: str, root: str) -> str:
+    try:
+        return Path(path).relative_to(root).as_posix()
+    except ValueError:
+        return path
+
+
 class FamilyRows(NamedTuple):
     """What `eb status` compares a family by, read from its units before any selection."""
 

@@ -4,6 +4,7 @@ whether it is one, and a project without families never imports the expansion.""
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -14,6 +15,19 @@ DATASET_KEYS = ("cases", "cases_from", "min_pass_rate", "case_schema")
 def is_family(definition: dict[str, Any]) -> bool:
     """Whether a definition carries a dataset."""
     return definition.get("cases") is not None or definition.get("cases_from") is not None
+
+
+def case_picks_digest(cases: Iterable[tuple[str, dict[str, Any]]]) -> str:
+    """`sha256:<hex>` over each case's id, tags and skip (a case's id with its expanded
+    definition): what a selection picks a case by (-k and --check-id by its id, --tag by its
+    tags, and skip: whether it runs), in id order, so rows reordered or a row's other fields
+    edited give the same digest."""
+    picks = sorted(
+        [case_id, sorted(definition.get("tags") or []), definition.get("skip")]
+        for case_id, definition in cases
+    )
+    text = json.dumps(picks, ensure_ascii=False, separators=(",", ":"), default=str)
+    return f"sha256:{hashlib.sha256(text.encode()).hexdigest()}"
 
 
 def case_ids_digest(case_ids: Iterable[str]) -> str:

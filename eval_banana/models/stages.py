@@ -246,6 +246,16 @@ class PlanDoc(StageEnvelope):
         "removed or renamed outside a selection that planned part of the family, where the "
         "count alone misses a row replaced by another.",
     )
+    family_picks: dict[str, str] = Field(
+        default_factory=dict,
+        description="The check file (project-relative; as given when outside the project) of "
+        "each dataset family some of whose rows the selection left out, its cases planned or "
+        "not -> sha256:<hex> over each of its cases' id, tags and skip, in id order: what "
+        "-k, --tag, --check-id and skip: pick a case by. `eb status` tells by it a row the "
+        "selection may pick otherwise now (a tag added to a row it left out, a skip taken "
+        "away); an edit to a row's other fields, which no selection reads, leaves the plan "
+        "as it is.",
+    )
     family_calibration: dict[str, list[dict[str, Any]]] = Field(
         default_factory=dict,
         description="Judge dataset family id -> its calibration cases, as its check file gives "

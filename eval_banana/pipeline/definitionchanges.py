@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from eval_banana.core.caseid import family_of
 from eval_banana.core.errors import EvalBananaError
 from eval_banana.core.files import sha256_file
 from eval_banana.models.config import Selection
@@ -13,6 +14,8 @@ from eval_banana.pipeline.familychanges import (
     FamilyNow,
     case_change,
     family_as_now,
+    picked_source,
+    picks_changed,
     rows_added,
     shown_path,
 )
@@ -29,12 +32,16 @@ def definition_changes(*, doc: PlanDoc, run_dir: Path) -> dict[str, str]:
     changes: dict[str, str] = {}
     families: dict[str, FamilyNow] = {}
     arrivals = _Arrivals(config=config, planned={check.source_path for check in doc.checks})
+    picked = {picked_source(relative=relative, config=config) for relative in doc.family_picks}
     for check in doc.checks:
         if check.family is not None:
             # A case's digest is its family's definition plus its own row: expand it again.
             if check.source_path not in families:
                 families[check.source_path] = family_as_now(
-                    check=check, config=config, run_dir=run_dir
+                    check=check,
+                    config=config,
+                    run_dir=run_dir,
+                    picks=check.source_path in picked,
                 )
             reason = case_change(
                 check=check,
@@ -64,6 +71,10 @@ def definition_changes(*, doc: PlanDoc, run_dir: Path) -> dict[str, str]:
             changed = check.script_path
         changes[check.id] = f"{shown_path(path=changed, root=config.project_root)} changed"
     changes.update(rows_added(doc=doc, families=families))
+    # A row the selection left out is compared by what the selection picks by, once no other
+    # change of its family is told: a tag added to it may put it in the plan.
+    told = {family_of(check_id) or check_id for check_id in changes}
+    changes.update(picks_changed(doc=doc, families=families, config=config, told=told))
     return changes
 
 

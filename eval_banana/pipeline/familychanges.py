@@ -93,6 +93,8 @@ class FamilyNow(NamedTuple):
     files: tuple[str, ...]  # the family's dataset files now
     values: dict[str, Any] | None = None  # case id -> its row now
     script_alone: str | None = None  # its script, when all of the family that changed
+    picks: str | None = None  # what a selection picks its cases by now, when the plan asks
+    family: str | None = None  # its id, when `picks` is asked for
 
 
 def case_change(
@@ -133,9 +135,13 @@ def _file_of(*, check: PlannedCheck, file_rows: list[int] | None) -> str | None:
     return None
 
 
-def family_as_now(*, check: PlannedCheck, config: ConfigDoc, run_dir: Path) -> FamilyNow:
-    """The family `check` belongs to, as it expands now."""
+def family_as_now(
+    *, check: PlannedCheck, config: ConfigDoc, run_dir: Path, picks: bool = False
+) -> FamilyNow:
+    """The family `check` belongs to, as it expands now; with `picks`, what a selection picks
+    its cases by too (`picks_changed`)."""
     from eval_banana.checks.units import family_now
+    from eval_banana.datasets.keys import case_picks_digest
 
     expansion = family_now(source_path=check.source_path, config=config)
     if expansion is None:
@@ -158,6 +164,63 @@ def family_as_now(*, check: PlannedCheck, config: ConfigDoc, run_dir: Path) -> F
         script_alone=None
         if expansion.family_digest in (None, check.family_definition_sha256)
         else _family_script_alone(check=check, config=config, run_dir=run_dir),
+        picks=case_picks_digest((case.case_id, case.definition) for case in expansion.cases)
+        if picks
+        else None,
+        family=check.family,
+    )
+
+
+def picked_source(*, relative: str, config: ConfigDoc) -> str:
+    """The check file a plan's `family_picks` names, as its planned cases name it."""
+    return str(Path(config.project_root) / relative)
+
+
+def picks_changed(
+    *, doc: PlanDoc, families: dict[str, FamilyNow], config: ConfigDoc, told: set[str]
+) -> dict[str, str]:
+    """Families some of whose rows the selection left out, whose rows' ids, tags or skip now
+    differ from those it picked from: a row it left out may be picked now (it gained the tag
+    the run selected) or one it picked be left out. A row's other fields count for nothing
+    here: no selection reads them. `families`: those already expanded (planned ones);
+    `told`: families whose change is told already (a planned row changed, rows added)."""
+    changed: dict[str, str] = {}
+    for relative, recorded in doc.family_picks.items():
+        source = picked_source(relative=relative, config=config)
+        now = families.get(source)
+        if now is None or now.picks is None:
+            now = _picks_as_now(source=source, config=config)
+        if now is None or now.picks == recorded:
+            continue
+        family = now.family or relative
+        if family in told:
+            continue
+        datasets = ", ".join(now.files) or "its dataset"
+        changed[family] = (
+            f"{family}: a row's id, tags or skip changed in {datasets}, by which the selection "
+            "picks rows"
+        )
+    return changed
+
+
+def _picks_as_now(*, source: str, config: ConfigDoc) -> FamilyNow | None:
+    """A family the plan holds no case of, as a selection picks its cases now (None: its check
+    file no longer loads or expands, which the discover stage tells)."""
+    from eval_banana.checks.units import family_now
+    from eval_banana.core.caseid import family_of
+    from eval_banana.datasets.keys import case_picks_digest
+
+    expansion = family_now(source_path=source, config=config)
+    if expansion is None or expansion.family_digest is None:
+        return None
+    return FamilyNow(
+        digests={case.case_id: case.digest for case in expansion.cases},
+        family_digest=expansion.family_digest,
+        unskipped=(),
+        rows={},
+        files=tuple(expansion.files[1:]),
+        picks=case_picks_digest((case.case_id, case.definition) for case in expansion.cases),
+        family=next((family_of(case.check_id) for case in expansion.cases), None),
     )
 
 

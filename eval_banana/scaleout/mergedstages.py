@@ -196,6 +196,7 @@ _FAMILY_MAPS = (
     "family_sizes",
     "family_file_rows",
     "family_case_ids",
+    "family_picks",
     "family_calibration",
 )
 

@@ -26,6 +26,7 @@ from eval_banana.checks.units import (
     Unit,
     case_ids_of,
     expand,
+    family_picks_of,
     family_rows_of,
     freeze,
     rows_of_broken_families,
@@ -128,6 +129,7 @@ def validate(
             if (problem.file, problem.line, problem.message) not in told  # a dataset two share
         )
     family_ids, family_file_rows = family_rows_of(units=units)
+    expanded = units  # every case of the families read, before the selection narrows them
     whole_project = not selection.check_ids and selection.check_dir is None
     defined_ids = frozenset(unit.check_id for unit in units) if whole_project else None
     if selection.check_ids:
@@ -279,6 +281,17 @@ def validate(
         for family, ids in family_ids.items()
         if family in planned_families
     }
+    # Planned or not: a row a --tag left out of a family none of whose rows it picked counts.
+    # A failed plan holds no checks to compare (its problems are compared instead).
+    family_picks = (
+        {}
+        if errors
+        else family_picks_of(
+            units=expanded,
+            kept={check.id for check in checks} | {item.check_id for item in skipped},
+            root=config.project_root,
+        )
+    )
     plan = PlanDoc.model_validate(
         {
             **envelope(stage="validate", run_id=config.run_id, inputs=inputs),
@@ -295,6 +308,7 @@ def validate(
             "family_gates": family_gates,
             "family_sizes": family_sizes,
             "family_case_ids": family_case_ids,
+            "family_picks": family_picks,
             "family_file_rows": family_file_rows,
             "family_calibration": family_calibration,
         }
