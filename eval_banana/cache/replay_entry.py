@@ -84,7 +84,10 @@ class WatchedFile(Record):
     model_config = {"extra": "forbid"}
 
     path: str
-    blob: str | None = Field(description="Its git blob id then, or null: it was absent.")
+    blob: str | None = Field(
+        description="Its git blob id then, or null: it was absent. A symbolic link's is its "
+        "text's id and the file it led to (`<id>><mode>:<id>`, `<id>>-` for no file)."
+    )
 
 
 class WatchedDataset(Record):

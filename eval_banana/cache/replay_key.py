@@ -26,7 +26,7 @@ from eval_banana.checks.inputs import CheckInputs, artifact_of
 from eval_banana.core.errors import ConfigError
 from eval_banana.core.version import tool_version
 from eval_banana.models.stages import ConfigDoc, DiscoverDoc, PlannedCheck
-from eval_banana.projectstate.blobs import file_blob_id
+from eval_banana.projectstate.blobs import read_identity
 
 if TYPE_CHECKING:
     from eval_banana.cache.replay_entry import WatchedDataset
@@ -167,27 +167,25 @@ def watched_paths(*, config: ConfigDoc, checks: Sequence[PlannedCheck]) -> list[
 
     root = Path(config.project_root)
     found = {str(record_path(config=config))}
-    read: set[str] = set()  # the dataset files and artifacts, read through any symlink
     for check in checks:
         if check.script_path:
             found.add(check.script_path)
         # A case's own files: its check file (in the key) and its dataset files (here).
-        read.update(str(root / name) for name in (check.family_files or [])[1:])
+        found.update(str(root / name) for name in (check.family_files or [])[1:])
         artifact = artifact_of(check) if check.type == "assertions" else ""
         if artifact:
-            read.add(str(root / artifact))
-    for path in read:
-        found.add(path)
-        # A symlink's id is where it points (as git has it): its target's content is watched
-        # too, which an edit through the link changes.
-        target = os.path.realpath(path)
-        if target != path:
-            found.add(target)
+            found.add(str(root / artifact))
     return sorted(found)
 
 
 def watched_ids(*, paths: Sequence[str]) -> list[tuple[str, str | None]]:
-    return [(path, file_blob_id(path=path)) for path in paths]
+    """Each watched file's id as a reader of it sees it: a symbolic link's holds the file it
+    leads to as well (blobs.read_identity), which an edit through the link changes."""
+    found: list[tuple[str, str | None]] = []
+    for path in paths:
+        identity = read_identity(path=path)
+        found.append((path, None if identity is None else identity.id))
+    return found
 
 
 def watched_datasets(

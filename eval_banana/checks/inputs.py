@@ -328,10 +328,12 @@ def artifact_of(check: PlannedCheck) -> str:
 
 
 def artifact_id(*, artifact: str, project_root: Path) -> str:
-    """The git blob id of the artifact at `artifact` now, or `absent`."""
-    from eval_banana.projectstate.blobs import file_blob_id
+    """The git blob id of the artifact at `artifact` now, or `absent`; a symbolic link's id
+    holds its text and the id of the file it leads to, the bytes the check grades."""
+    from eval_banana.projectstate.blobs import read_identity
 
-    return file_blob_id(path=str(project_root / artifact)) or "absent"
+    found = read_identity(path=str(project_root / artifact))
+    return "absent" if found is None else found.id
 
 
 # --- a run's use of them (the execute stage) ---------------------------------------------------

@@ -418,8 +418,9 @@ class ExecuteDoc(StageEnvelope):
     artifact_ids: dict[str, str] = Field(
         default_factory=dict,
         description="Assertions check id -> the git blob id of the artifact its result graded "
-        "('absent' when there was none); eb status and eb update compare it with the artifact "
-        "on disk, as the verdict cache's key holds it.",
+        "('absent' when there was none; for a symbolic link, its text's id and the id of the "
+        "file it led to, `<id>><mode>:<id>`); eb status and eb update compare it with the "
+        "artifact on disk, as the verdict cache's key holds it.",
     )
 
 

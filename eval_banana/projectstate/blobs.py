@@ -8,6 +8,7 @@ git repository).
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
@@ -90,6 +91,45 @@ def file_identity(*, path: str, object_format: ObjectFormat = "sha1") -> FileIde
     except (FileNotFoundError, NotADirectoryError):
         return None
     return None if found is None else FileIdentity(git_mode(info), found)
+
+
+def _followed_file(*, path: str, object_format: ObjectFormat) -> FileIdentity | None:
+    """The mode and blob id of the file `path` leads to, every link on the way followed; None
+    when it leads to nothing, to a folder or other non-file, or round a loop of links."""
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        found = _regular_file_id(path=path, object_format=object_format)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None
+        raise
+    return None if found is None else FileIdentity(git_mode(info), found)
+
+
+def followed_identity(
+    *, path: str, link: FileIdentity, object_format: ObjectFormat = "sha1"
+) -> FileIdentity:
+    """A symbolic link at `path` (`link`: its identity as git has it, its text's blob id) as a
+    reader of it sees it: its text, since a retargeted link is a change, and the file it leads
+    to now, wherever that lies (`-` when it leads to no file). git identifies a link by its
+    text alone, so a file rewritten behind an unchanged link would otherwise be no change."""
+    target = _followed_file(path=path, object_format=object_format)
+    behind = "-" if target is None else f"{target.mode}:{target.id}"
+    return FileIdentity(SYMLINK, f"{link.id}>{behind}")
+
+
+def read_identity(*, path: str, object_format: ObjectFormat = "sha1") -> FileIdentity | None:
+    """What reading the file at `path` depends on: a file's own identity (`file_identity`), a
+    symbolic link's text and the file it leads to (`followed_identity`); None when no file or
+    link is there. What a check reads (an artifact, a script, a dataset, an input) counts so."""
+    found = file_identity(path=path, object_format=object_format)
+    if found is None or found.mode != SYMLINK:
+        return found
+    return followed_identity(path=path, link=found, object_format=object_format)
 
 
 def file_blob_id(*, path: str, object_format: ObjectFormat = "sha1") -> str | None:

@@ -16,7 +16,14 @@ from itertools import chain
 from typing import Literal, NamedTuple
 
 from eval_banana.core.errors import ProjectStateError
-from eval_banana.projectstate.blobs import REGULAR, FileIdentity, ObjectFormat, file_identity
+from eval_banana.projectstate.blobs import (
+    REGULAR,
+    SYMLINK,
+    FileIdentity,
+    ObjectFormat,
+    file_identity,
+    followed_identity,
+)
 from eval_banana.projectstate.patterns import InputPatterns
 
 StateSource = Literal["git", "walk"]
@@ -25,6 +32,7 @@ _DIGEST_PREFIX = b"eval-banana/project-state/v2\0"
 # v1, before modes: only `eb status` computes it, to tell a run folder an earlier eb made whose
 # files are as they were from one whose files changed. No key is ever made of it.
 _BEFORE_MODES_PREFIX = b"eval-banana/project-state/v1\0"
+_LINK_TEXT = SYMLINK + ":"  # how a link's identity text begins (`_identity_text`)
 
 
 class StateDiff(NamedTuple):
@@ -71,6 +79,9 @@ class ProjectState:
         self.paths: list[str] = sorted(self._ids)
         self.ignored: list[str] = sorted(set(ignored) - self._ids.keys())
         self._ignored_ids: dict[str, FileIdentity | None] = {}
+        self._followed: dict[str, FileIdentity] = {}  # links, with the file each leads to
+        self._holds_links = SYMLINK in self._modes.values()
+        self._ignored_links = False  # an ignored file hashed so far is a link
         self._digest: str | None = None
 
     def __len__(self) -> int:
@@ -97,7 +108,9 @@ class ProjectState:
         if known is not None:
             return FileIdentity(self._modes.get(path, REGULAR), known)
         if path not in self._ignored_ids:
-            self._ignored_ids[path] = hash_file(root=self.root, path=path, fmt=self.object_format)
+            found = hash_file(root=self.root, path=path, fmt=self.object_format)
+            self._ignored_links |= found is not None and found.mode == SYMLINK
+            self._ignored_ids[path] = found
         return self._ignored_ids[path]
 
     def id_of(self, path: str) -> str | None:
@@ -105,23 +118,53 @@ class ProjectState:
         found = self.identity_of(path)
         return None if found is None else found.id
 
+    def read_identity_of(self, path: str) -> FileIdentity | None:
+        """`identity_of(path)` as a check reading the file sees it: a symbolic link with the
+        file it leads to now (blobs.followed_identity), read once; any other file as it is."""
+        found = self.identity_of(path)
+        if found is None or found.mode != SYMLINK:
+            return found
+        return self._through_link(path=path, link=found)
+
+    def _through_link(self, *, path: str, link: FileIdentity) -> FileIdentity:
+        followed = self._followed.get(path)
+        if followed is None:
+            full = os.path.join(self.root, path)
+            try:
+                followed = followed_identity(path=full, link=link, object_format=self.object_format)
+            except OSError as exc:
+                raise _unreadable(full=full, exc=exc) from None
+            self._followed[path] = followed
+        return followed
+
     def digest(self) -> str:
-        """`sha256:<hex>` over every (path, mode, id) of the state, in path order."""
+        """`sha256:<hex>` over every (path, mode, id) of the state, in path order; a symbolic
+        link counts with the file it leads to (`read_identity_of`)."""
         if self._digest is None:
             paths = self.paths
             identities = [self._ids[path] for path in paths]
-            # Nearly every file is a regular one: only the few others get their mode added.
+            # Nearly every file is a regular one: only the few others get their mode added,
+            # and only links are read beyond what the listing found.
             for path, mode in self._modes.items():
                 at = bisect_left(paths, path)
-                identities[at] = _identity_text(FileIdentity(mode, identities[at]))
+                identity = FileIdentity(mode, identities[at])
+                if mode == SYMLINK:
+                    identity = self._through_link(path=path, link=identity)
+                identities[at] = _identity_text(identity)
             self._digest = _digest(
                 object_format=self.object_format, paths=paths, identities=identities
             )
         return self._digest
 
     def digest_of(self, *, paths: Sequence[str]) -> str:
-        """`sha256:<hex>` over (path, mode, id) of `paths` (a subset, in the order given)."""
+        """`sha256:<hex>` over (path, mode, id) of `paths` (a subset, in the order given); a
+        symbolic link counts with the file it leads to (`read_identity_of`)."""
         identities = [_identity_text(self.identity_of(path)) for path in paths]
+        # Only links are read beyond the listing, and nearly every state has none.
+        if self._holds_links or self._ignored_links:
+            for at, path in enumerate(paths):
+                if identities[at].startswith(_LINK_TEXT):
+                    identities[at] = _identity_text(self.read_identity_of(path))
         return _digest(object_format=self.object_format, paths=paths, identities=identities)
 
     def digest_before_modes(self, *, paths: Sequence[str]) -> str:
@@ -191,8 +234,13 @@ def hash_file(*, root: str, path: str, fmt: ObjectFormat) -> FileIdentity | None
     try:
         return file_identity(path=full, object_format=fmt)
     except OSError as exc:
-        raise ProjectStateError(
-            f"Cannot read {full}: {exc.strerror or exc}",
-            file=full,
-            hint="make the file readable, or move it out of the project",
-        ) from None
+        raise _unreadable(full=full, exc=exc) from None
+
+
+def _unreadable(*, full: str, exc: OSError) -> ProjectStateError:
+    """A file of the state (or the file a link of it leads to) eb cannot read."""
+    return ProjectStateError(
+        f"Cannot read {full}: {exc.strerror or exc}",
+        file=full,
+        hint="make the file readable, or move it out of the project",
+    )

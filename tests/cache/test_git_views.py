@@ -89,3 +89,93 @@ def test_a_file_git_converts_is_keyed_on_the_bytes_a_check_reads(tmp_path: Path)
     )
     found = verdicts(root, "--cache", "off", "--execution-isolation", "detect")
     assert found["rewrites"] == "passed", found
+
+
+# --- files read through a symbolic link: git counts the link by its text, a check reads the
+# file behind it; both count (docs/incremental.md) ------------------------------------------
+
+PLAN_CHECK = """\
+schema_version: 1
+id: plan_ok
+type: assertions
+description: the plan has at least two steps
+artifact: out/plan.json
+inputs: []
+assert:
+  - {path: steps, op: lengthAtLeast, value: 2}
+"""
+GOOD_PLAN = '{"steps": [1, 2]}\n'
+BAD_PLAN = '{"steps": []}\n'
+
+
+def linked_project(tmp_path: Path, *, files: dict[str, str | bytes], replay: bool) -> Path:
+    """A cached project (`replay`: whole runs replayed too) whose `links` are symbolic links
+    to files in build/, which git ignores; committed once linked."""
+    root = tmp_path / "proj"
+    config = f'[cache]\nmode = "on"\nreplay = {str(replay).lower()}\n'
+    base: dict[str, str | bytes] = {
+        ".gitignore": ".eval-banana/cache/\n.eval-banana/results/\n.eval-banana/lastfailed.json\n",
+        ".eval-banana/config.toml": config,
+    }
+    return init_repo(root, {**base, **files})
+
+
+def link(root: Path, name: str, target: str) -> None:
+    (root / name).parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(target, root / name)
+
+
+def stale_lines(root: Path) -> str:
+    done = eb_process(root, "status")
+    return "\n".join(line for line in done.stdout.splitlines() if "stale" in line)
+
+
+@pytest.mark.parametrize("replay", [False, True])
+def test_an_artifact_behind_a_link_is_graded_again_when_its_file_changes(
+    tmp_path: Path, replay: bool
+) -> None:
+    root = linked_project(
+        tmp_path,
+        files={"eval_checks/plan.yaml": PLAN_CHECK, "build/plan-v1.json": GOOD_PLAN},
+        replay=replay,
+    )
+    link(root, "out/plan.json", "../build/plan-v1.json")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "linked")
+    assert verdicts(root) == {"plan_ok": "passed"}
+    (root / "build/plan-v1.json").write_text(BAD_PLAN)  # the link's text is as it was
+    assert "plan_ok: artifact out/plan.json changed" in stale_lines(root)
+    update = eb_process(root, "update")
+    assert update.returncode == 1 and "Nothing to update" not in update.stdout, update.stdout
+    assert verdicts(root)["plan_ok"].startswith("failed")  # (cached: eb update ran it)
+    # A link to nothing grades no file; the file it names appearing is a change too.
+    (root / "out/plan.json").unlink()
+    link(root, "out/plan.json", "../build/plan-v2.json")
+    assert verdicts(root) == {"plan_ok": "failed"}
+    (root / "build/plan-v2.json").write_text(GOOD_PLAN)
+    assert verdicts(root) == {"plan_ok": "passed"}
+
+
+READS_LINKED = "import pathlib, sys\nsys.exit('bad' in pathlib.Path('in/data.txt').read_text())\n"
+
+
+def test_an_input_behind_a_link_counts_by_the_file_it_leads_to(tmp_path: Path) -> None:
+    # `inputs: in/**` matches the link in/data.txt, not build/data.txt behind it.
+    root = linked_project(
+        tmp_path,
+        files={
+            "eval_checks/linked.yaml": script_check(
+                "linked", script=READS_LINKED, inputs=["in/**"]
+            ),
+            "build/data.txt": "good\n",
+        },
+        replay=False,
+    )
+    link(root, "in/data.txt", "../build/data.txt")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "linked")
+    assert verdicts(root) == {"linked": "passed"}
+    assert verdicts(root) == {"linked": "passed (cached)"}
+    (root / "build/data.txt").write_text("bad\n")
+    assert "linked: inputs in/** changed" in stale_lines(root)
+    assert verdicts(root) == {"linked": "failed"}
