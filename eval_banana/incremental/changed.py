@@ -15,7 +15,6 @@ from __future__ import annotations
 import atexit
 import os
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from eval_banana.core.errors import ChangeSelectionError, ProjectStateError
@@ -24,7 +23,7 @@ from eval_banana.models.config import Selection
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.projectstate.git import GitNotStarted, GitRefused, NotARepository
 from eval_banana.projectstate.patterns import InputPatterns, outermost
-from eval_banana.projectstate.prefixes import relative_files
+from eval_banana.projectstate.prefixes import relative_files, relative_inside
 from eval_banana.projectstate.revision import (
     Changes,
     Comparison,
@@ -63,23 +62,28 @@ class _CheckFiles(NamedTuple):
     rows_scope: str | None = None  # where its `cases_from` looks ("" the whole project)
 
 
-def _relative(*, path: Path, root: str) -> str | None:
-    relative = os.path.relpath(path, root)
-    if relative == ".." or relative.startswith(("../", "..\\")) or os.path.isabs(relative):
-        return None
-    return relative.replace(os.sep, "/")
+def _read_through(*, path: str, root: str) -> list[str | None]:
+    """The root-relative paths reading the file at `path` depends on: the path itself and,
+    when a symbolic link lies on its way, the file it leads to (None: outside the root)."""
+    plain = os.path.normpath(path)
+    found = [relative_inside(path=plain, root=root)]
+    real = str(real_path(plain))
+    if real != plain:
+        found.append(relative_inside(path=real, root=root))
+    return found
 
 
 def _check_files(*, source: str, definition: dict[str, Any], root: str) -> _CheckFiles:
-    files = [Path(source)]
+    files = [source]
     script_path = definition.get("script_path")
     if script_path:
-        files.append(real_path(Path(source).parent / str(script_path)))
+        files.append(os.path.join(os.path.dirname(source), str(script_path)))
     if definition.get("type") == "assertions" and definition.get("artifact"):
         # What an assertions check grades counts whether `inputs:` name it or not, as in its
         # cache key: a changed artifact selects the check.
-        files.append(Path(root) / str(definition["artifact"]))
-    own = [_relative(path=path, root=root) for path in files]
+        files.append(os.path.join(root, str(definition["artifact"])))
+    # A file read through a link counts by the link and by the file it leads to.
+    own = [relative for path in files for relative in _read_through(path=path, root=root)]
     inputs = definition.get("inputs")
     return _CheckFiles(
         own=tuple(path for path in own if path is not None),
@@ -292,7 +296,8 @@ def changed_checks(
     # eb's own files (the failures every run remembers, its JUnit file...) are never what a
     # check reads, as they are no part of its cache key.
     own = relative_files(root=root, files=own_files(config=config))
-    paths = found.diff.paths - own
+    # A committed link whose file changed behind it counts as changed, as its cache key does.
+    paths = (found.diff.paths | found.followed.keys()) - own
     changed = sorted(paths)
     ignored_paths = [path for path in found.ignored if path not in own]
     ignored = frozenset(ignored_paths)  # asked of every case: a set, not a list walked each time
@@ -340,10 +345,17 @@ def _files_moved(*, case: CaseRows, diff: StateDiff) -> bool:
 def _past_cases(*, case: CaseRows, found: Changes) -> Mapping[str, str] | None:
     """The family's cases at REF (check id -> digest), expanded from its dataset files as they
     were there (none added or removed since); None when git cannot give one."""
+    contents: dict[str, bytes] = {}
     try:
-        contents = {
-            file: file_at(repo=found.repo, commit=found.commit, path=file) for file in case.files
-        }
+        for file in case.files:
+            # A dataset read through an unchanged link: the file it leads to, as REF held it.
+            if file in found.followed:
+                behind = found.followed[file]
+                if behind is None:
+                    return None  # outside the root: git has no earlier rows of it
+                contents[file] = file_at(repo=found.repo, commit=found.commit, path=behind)
+            else:
+                contents[file] = file_at(repo=found.repo, commit=found.commit, path=file)
     except (NotARepository, ProjectStateError):
         return None
     return case.past(contents)

@@ -296,6 +296,16 @@ def unwatched_entries(*, output: bytes, repo: Repository) -> dict[str, FileIdent
     return _unwatched_ids(records=_records(output), width=width, cut=cut)
 
 
+def index_links(*, output: bytes, repo: Repository) -> list[str]:
+    """The index listing -> project paths of the symbolic links it holds (mode 120000).
+    Nearly every index has none: one search of the bytes says so unparsed."""
+    if b" 120000 " not in output:
+        return []
+    width = _id_width(repo)
+    cut = 2 + 7 + width + 3 + len(repo.prefix)
+    return [record[cut:] for record in _records(output) if record[2:9] == "120000 "]
+
+
 def parse_stage_entries(*, output: bytes, repo: Repository) -> IndexListing:
     """The index listing (`INDEX_LISTING`) -> the index entries below the project root.
 

@@ -15,6 +15,14 @@ from eval_banana.core.realpaths import real_path
 from eval_banana.projectstate.patterns import paths_under
 
 
+def relative_inside(*, path: str | Path, root: str) -> str | None:
+    """`path` (absolute) as a root-relative POSIX path, or None when it lies outside `root`."""
+    relative = os.path.relpath(path, root)
+    if relative == ".." or relative.startswith(("../", "..\\")) or os.path.isabs(relative):
+        return None
+    return relative.replace(os.sep, "/")
+
+
 def relative_folders(*, root: str, folders: Iterable[str | Path]) -> tuple[str, ...]:
     """Folders (absolute or root-relative) as root-relative prefixes ending in `/`."""
     out = []

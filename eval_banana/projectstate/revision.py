@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain
 from pathlib import Path
 from typing import NamedTuple
@@ -13,9 +13,14 @@ from typing import NamedTuple
 from eval_banana.core.errors import ProjectStateError
 from eval_banana.core.ownmark import OwnFolders, own_folders_listed
 from eval_banana.projectstate import git
-from eval_banana.projectstate.blobs import FileIdentity
+from eval_banana.projectstate.blobs import FileIdentity, read_identity
 from eval_banana.projectstate.gitlisting import expand_ignored
-from eval_banana.projectstate.prefixes import relative_folders, skipped, under_any
+from eval_banana.projectstate.prefixes import (
+    relative_folders,
+    relative_inside,
+    skipped,
+    under_any,
+)
 from eval_banana.projectstate.state import StateDiff, hash_file
 
 
@@ -63,6 +68,10 @@ class Changes(NamedTuple):
     commit: str  # the commit the revision named
     diff: StateDiff  # what the work tree adds, removes and changes relative to it
     ignored: list[str]  # files git ignores (which it cannot compare), when asked for
+    # Committed symbolic links, unchanged themselves, whose file they lead to changed since the
+    # commit (or lies outside the root, where git cannot tell): link -> that file's root-relative
+    # path (None outside). git counts a link by its text; a reader reads the file behind it.
+    followed: Mapping[str, str | None] = {}
 
 
 def changes_since(
@@ -227,9 +236,8 @@ class Comparison:
         status = _status_entries(
             output=git.finish(process=self._processes.pop("status"), what="status"), repo=repo
         )
-        unwatched = git.unwatched_entries(
-            output=git.finish(process=self._processes.pop("index"), what="ls-files -s"), repo=repo
-        )
+        listing = git.finish(process=self._processes.pop("index"), what="ls-files -s")
+        unwatched = git.unwatched_entries(output=listing, repo=repo)
         status.update(_unwatched_status(root=top, repo=repo, unwatched=unwatched, status=status))
         added, removed, changed = _against_revision(cached=cached, status=status)
         ignored: list[str] = []
@@ -255,7 +263,70 @@ class Comparison:
             changed=tuple(sorted(p for p in changed if not skipped(p, skip) and not in_own(p))),
         )
         ignored = [p for p in ignored if not skipped(p, skip) and not in_own(p)]
-        return Changes(repo=repo, commit=commit, diff=diff, ignored=ignored)
+        links = [
+            link
+            for link in git.index_links(output=listing, repo=repo)
+            if (prefixes is None or under_any(path=link, prefixes=prefixes))
+            and not skipped(link, skip)
+        ]
+        followed = _followed_changes(
+            top=top, repo=repo, commit=commit, links=links, diff=diff, ignored=ignored
+        )
+        return Changes(repo=repo, commit=commit, diff=diff, ignored=ignored, followed=followed)
+
+
+def _followed_changes(
+    *,
+    top: str,
+    repo: git.Repository,
+    commit: str,
+    links: Sequence[str],
+    diff: StateDiff,
+    ignored: Sequence[str],
+) -> dict[str, str | None]:
+    """The committed links, unchanged themselves, whose file they lead to now differs from
+    that file in `commit`: link -> the file's root-relative path (None: outside the root, which
+    git cannot compare, so the link counts as changed). A file git ignores, or one the commit
+    has not, counts as changed as well. Only links are read: most projects have none."""
+    changed = diff.paths
+    ignored_now = frozenset(ignored)
+    found: dict[str, str | None] = {}
+    asked: dict[str, str] = {}  # link -> the file it leads to, compared with the commit below
+    for link in links:
+        if link in changed:
+            continue  # retargeted, replaced or gone: the link's own change counts already
+        target = relative_inside(path=os.path.realpath(os.path.join(top, link)), root=top)
+        if target is None or target in changed or target in ignored_now:
+            found[link] = target
+        elif target != link:
+            asked[link] = target
+    if asked:
+        then = _identities_at(repo=repo, commit=commit, paths=sorted(set(asked.values())))
+        for link, target in asked.items():
+            # A link to a folder leads to no file on either side: no reader reads through it.
+            now = read_identity(path=os.path.join(top, target), object_format=repo.object_format)
+            if then.get(target) != now:
+                found[link] = target
+    return found
+
+
+def _identities_at(
+    *, repo: git.Repository, commit: str, paths: Sequence[str]
+) -> dict[str, FileIdentity]:
+    """Root-relative path -> its mode and blob id in `commit`, for those of `paths` it holds."""
+    output = git.run(
+        args=["ls-tree", "-z", "--full-tree", commit, "--", *(repo.prefix + p for p in paths)],
+        cwd=repo.top,
+        what=f"ls-tree of {commit[:12]}",
+    )
+    cut = len(repo.prefix)
+    found: dict[str, FileIdentity] = {}
+    for record in output.decode("utf-8", "surrogateescape").split("\0"):
+        head, _, path = record.partition("\t")
+        fields = head.split(" ")
+        if len(fields) == 3 and fields[1] == "blob":
+            found[path[cut:]] = FileIdentity(fields[0], fields[2])
+    return found
 
 
 def _name_status(*, output: bytes, repo: git.Repository) -> dict[str, str]:

@@ -45,8 +45,8 @@ def verdicts(root: Path, *args: str) -> dict[str, str]:
     return {line.split(":")[0]: line.split(": ", 1)[1].split(" - ")[0] for line in lines}
 
 
-def changed_since_head(root: Path) -> list[str]:
-    done = eb_process(root, "list", "--changed-since", "HEAD")
+def changed_since_head(root: Path, *args: str) -> list[str]:
+    done = eb_process(root, "list", "--changed-since", "HEAD", *args)
     return sorted(line.split("\t")[0] for line in done.stdout.splitlines() if "\t" in line)
 
 
@@ -109,8 +109,8 @@ BAD_PLAN = '{"steps": []}\n'
 
 
 def linked_project(tmp_path: Path, *, files: dict[str, str | bytes], replay: bool) -> Path:
-    """A cached project (`replay`: whole runs replayed too) whose `links` are symbolic links
-    to files in build/, which git ignores; committed once linked."""
+    """A cached project (`replay`: whole runs replayed too) holding `files`, committed; each
+    test adds its links and commits them."""
     root = tmp_path / "proj"
     config = f'[cache]\nmode = "on"\nreplay = {str(replay).lower()}\n'
     base: dict[str, str | bytes] = {
@@ -147,6 +147,7 @@ def test_an_artifact_behind_a_link_is_graded_again_when_its_file_changes(
     assert "plan_ok: artifact out/plan.json changed" in stale_lines(root)
     update = eb_process(root, "update")
     assert update.returncode == 1 and "Nothing to update" not in update.stdout, update.stdout
+    assert changed_since_head(root) == ["plan_ok"]
     assert verdicts(root)["plan_ok"].startswith("failed")  # (cached: eb update ran it)
     # A link to nothing grades no file; the file it names appearing is a change too.
     (root / "out/plan.json").unlink()
@@ -178,4 +179,43 @@ def test_an_input_behind_a_link_counts_by_the_file_it_leads_to(tmp_path: Path) -
     assert verdicts(root) == {"linked": "passed (cached)"}
     (root / "build/data.txt").write_text("bad\n")
     assert "linked: inputs in/** changed" in stale_lines(root)
+    assert changed_since_head(root) == ["linked"]
     assert verdicts(root) == {"linked": "failed"}
+
+
+def test_a_linked_file_in_git_selects_its_checks_when_the_file_behind_it_changes(
+    tmp_path: Path,
+) -> None:
+    # Committed links and the files they lead to: --changed-since sees the file change, not the
+    # link; a retargeted script link is a change though both files are as committed.
+    family = (
+        "schema_version: 1\nid: fam\ntype: assertions\ndescription: rows\ninputs: []\n"
+        "cases_from: data/rows.jsonl\nartifact: data/v.json\n"
+        'assert:\n  - {path: v, op: equals, value: "{{ case.v }}"}\n'
+    )
+    root = linked_project(
+        tmp_path,
+        files={
+            "eval_checks/fam.yaml": family,
+            "eval_checks/script.yaml": script_check(
+                "script_ok", script_path="../scripts/current.py", inputs=[]
+            ),
+            "scripts/good.py": "pass\n",
+            "scripts/other.py": "pass  # another\n",
+            "data/rows-v1.jsonl": '{"id": "a", "v": "a"}\n{"id": "b", "v": "a"}\n',
+            "data/v.json": '{"v": "a"}\n',
+        },
+        replay=False,
+    )
+    link(root, "scripts/current.py", "good.py")
+    link(root, "data/rows.jsonl", "rows-v1.jsonl")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "linked")
+    assert changed_since_head(root, "--cases") == []
+    (root / "data/rows-v1.jsonl").write_text('{"id": "a", "v": "a"}\n{"id": "b", "v": "b"}\n')
+    assert changed_since_head(root, "--cases") == [
+        "fam[b]"
+    ]  # the one row that changed, through the link
+    (root / "scripts/current.py").unlink()
+    link(root, "scripts/current.py", "other.py")
+    assert changed_since_head(root, "--cases") == ["fam[b]", "script_ok"]
