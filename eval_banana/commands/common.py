@@ -7,7 +7,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -291,13 +291,39 @@ def stopping_signals() -> tuple[signal.Signals, ...]:
 @contextmanager
 def stop_on_signals(cancel: threading.Event) -> Iterator[None]:
     """SIGINT/SIGTERM/SIGHUP stop the run gracefully: running checks end, the reports are
-    written. Off the main thread (a program running `main` on a thread of its own) nothing is
-    installed: Python sets handlers on the main thread only and runs them there, so the signals
-    stay the program's own."""
+    written (nothing is installed off the main thread: `_handled_by`)."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
         cancel.set()
 
+    with _handled_by(handler=handler):
+        yield
+
+
+@contextmanager
+def signals_held_back(cancel: threading.Event) -> Iterator[None]:
+    """SIGINT/SIGTERM/SIGHUP while a finished run writes its last files (`--result-out`):
+    noted as during the run (`cancel` set, so a report waiting for the project's turn is
+    written at once rather than lost), then the first one raised again once they are written,
+    to the handler in place before (eb's own: `Interrupted.`, exit 3). A block that failed
+    ends with its own error."""
+    noted: list[int] = []
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        noted.append(signum)
+        cancel.set()
+
+    with _handled_by(handler=handler):
+        yield
+    if noted:
+        signal.raise_signal(noted[0])
+
+
+@contextmanager
+def _handled_by(*, handler: Callable[[int, FrameType | None], None]) -> Iterator[None]:
+    """`handler` set for the stopping signals meanwhile. Off the main thread (a program running
+    `main` on a thread of its own) nothing is installed: Python sets handlers on the main
+    thread only and runs them there, so the signals stay the program's own."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

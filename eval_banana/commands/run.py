@@ -102,14 +102,20 @@ def run(args: argparse.Namespace) -> int:
         with common.stop_on_signals(cancel):
             outcome = run_pipeline(request=request, cancel=cancel, console=console)
     except BaseException as exc:
-        finished(error=exc)  # --result-out is written for every failure after option parsing
+        # --result-out is written for every failure after option parsing; a signal meanwhile
+        # ends its wait for the project's turn, as during the run.
+        with common.stop_on_signals(cancel):
+            finished(error=exc)
         if baseline is not None and extras.report is not None:
             _show_diff(baseline=baseline, report=extras.report, quiet=args.json)  # aborted run
         raise
     if result_out is not None and extras.report is None:
         extras.report = outcome.report  # a replayed run reads its report when asked for it
     try:
-        finished(error=None)
+        # A signal while the document waits for the project's turn writes it at once, and
+        # ends eb as it would have a moment later (`Interrupted.`, exit 3).
+        with common.signals_held_back(cancel):
+            finished(error=None)
     finally:  # a document that could not be written ends the run after the diff is shown
         if baseline is not None:
             _show_diff(baseline=baseline, report=outcome.report, quiet=args.json)

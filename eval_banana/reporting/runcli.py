@@ -134,7 +134,7 @@ def stamp_result(
     )
     from eval_banana.reporting.projectturn import writing_into_project
 
-    with writing_into_project(config=extras.config, paths=[result_out.path]):
+    with writing_into_project(config=extras.config, paths=[result_out.path], stop=extras.stop):
         write_result(path=result_out.path, text=text)
 
 

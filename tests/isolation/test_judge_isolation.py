@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -294,11 +296,17 @@ def test_another_run_writing_eb_s_own_files_is_no_change_of_the_project(
 
 
 def _beside_a_reporting_run(
-    tmp_path: Path, *, root: Path, judging: list[str], report: list[str]
+    tmp_path: Path,
+    *,
+    root: Path,
+    judging: list[str],
+    report: list[str],
+    signal_second: signal.Signals | None = None,
 ) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
     """`judging` (an eb command whose judge waits for GO) started first; once its judge runs,
     another `eb run` of the deterministic check `other` writing `report` into the project. GO
-    comes once that run has ended or waits for the project's turn. Both, as they ended."""
+    comes once that run has ended or waits for the project's turn (and then, with
+    `signal_second`, has been sent that signal and ended). Both, as they ended."""
     started, go = tmp_path / "started", tmp_path / "go"
     env = {**os.environ, "STARTED_FILE": str(started), "GO_FILE": str(go)}
     eb = [sys.executable, "-m", "eval_banana"]
@@ -332,6 +340,10 @@ def _beside_a_reporting_run(
             and time.monotonic() < deadline
         ):
             time.sleep(0.02)
+        if signal_second is not None and second.poll() is None:
+            second.send_signal(signal_second)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                second.wait(timeout=30)  # the signal alone ends its wait: no GO yet
     finally:
         go.write_text("go")
     out, _ = second.communicate(timeout=120)
@@ -372,6 +384,28 @@ def test_another_run_writing_its_reports_into_the_project_is_no_judge_s_doing(
     assert "Traceback" not in first.stderr, first.stderr
     assert "The project changed" not in first.stdout + first.stderr
     assert first.returncode == 0, first.stdout + first.stderr
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["term", "int"])
+def test_a_signal_while_the_result_document_waits_for_the_project_writes_it(
+    tmp_path: Path, signum: signal.Signals
+) -> None:
+    # The run has ended, all checks passed; its --result-out waits for the judge beside it.
+    # A signal then ends the wait: the document is written at once (it was lost, "Interrupted."),
+    # and eb ends as interrupted.
+    root = _project(tmp_path / "proj", git=True, checks={"judge": "WAIT_FOR_GO"})
+    result = root / "result.md"
+    _, second = _beside_a_reporting_run(
+        tmp_path,
+        root=root,
+        judging=["run", "--no-html", "--check-id", "judge"],
+        report=["--result-out", str(result)],
+        signal_second=signum,
+    )
+    assert "Waiting for another eb run" in second.stderr, second.stderr
+    assert second.returncode == 3, second.stdout + second.stderr
+    assert "Interrupted." in second.stderr
+    assert "passed" in result.read_text()
 
 
 def test_a_judge_writing_the_report_another_run_writes_is_still_caught(tmp_path: Path) -> None:
