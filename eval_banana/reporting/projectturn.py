@@ -77,22 +77,23 @@ def _counted(*, config: ConfigDoc, paths: Iterable[Path]) -> list[Path]:
     found: list[Path] = []
     for path in paths:
         try:
-            real_path(path).relative_to(root)
+            inside = real_path(path).relative_to(root)
         except (OSError, ValueError):
             continue
-        if not _git_ignores(root=root, path=path):
+        if not _git_ignores(root=root, inside=inside):
             found.append(path)
     return found
 
 
-def _git_ignores(*, root: Path, path: Path) -> bool:
-    """Whether git ignores `path` and does not track it (git lists a tracked file whatever its
-    ignore rules say); False wherever git cannot say."""
+def _git_ignores(*, root: Path, inside: Path) -> bool:
+    """Whether git ignores the file at `inside` (relative to `root`, where git runs: a path
+    given relative to another folder would be another file to git) and does not track it (git
+    lists a tracked file whatever its ignore rules say); False wherever git cannot say."""
     if not may_be_in_work_tree(root=str(root)):
         return False
     try:
         done = subprocess.run(
-            git_command(args=["check-ignore", "-q", "--", str(path)]),
+            git_command(args=["check-ignore", "-q", "--", str(inside)]),
             cwd=root,
             capture_output=True,
             env=git_environment(),

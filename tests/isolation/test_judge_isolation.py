@@ -302,11 +302,13 @@ def _beside_a_reporting_run(
     judging: list[str],
     report: list[str],
     signal_second: signal.Signals | None = None,
+    second_cwd: Path | None = None,
 ) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
     """`judging` (an eb command whose judge waits for GO) started first; once its judge runs,
     another `eb run` of the deterministic check `other` writing `report` into the project. GO
     comes once that run has ended or waits for the project's turn (and then, with
-    `signal_second`, has been sent that signal and ended). Both, as they ended."""
+    `signal_second`, has been sent that signal and ended). `second_cwd`: the folder that run
+    starts in (its report paths are relative to it). Both, as they ended."""
     started, go = tmp_path / "started", tmp_path / "go"
     env = {**os.environ, "STARTED_FILE": str(started), "GO_FILE": str(go)}
     eb = [sys.executable, "-m", "eval_banana"]
@@ -328,6 +330,7 @@ def _beside_a_reporting_run(
             second = subprocess.Popen(
                 [*eb, "run", "--cwd", str(root), "--no-html", "--check-id", "other", *report]
                 + ["--output-dir", str(tmp_path / "out-second")],
+                cwd=second_cwd,
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
@@ -406,6 +409,32 @@ def test_a_signal_while_the_result_document_waits_for_the_project_writes_it(
     assert second.returncode == 3, second.stdout + second.stderr
     assert "Interrupted." in second.stderr
     assert "passed" in result.read_text()
+
+
+def test_a_report_named_from_a_subfolder_is_looked_up_in_git_as_that_file(
+    tmp_path: Path,
+) -> None:
+    # `--result-out result.md` from proj/sub is sub/result.md; git ignores only the root's
+    # result.md. Asked about "result.md" from the root, git said ignored: no wait, and the
+    # judge beside it was charged with sub/result.md.
+    root = _project(tmp_path / "proj", git=True, checks={"judge": "WAIT_FOR_GO"})
+    (root / "sub").mkdir()
+    (root / "sub" / "README").write_text("keep\n")
+    (root / ".gitignore").write_text("runs/\n/result.md\n")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "sub")
+    first, second = _beside_a_reporting_run(
+        tmp_path,
+        root=root,
+        judging=["run", "--no-html", "--check-id", "judge"],
+        report=["--result-out", "result.md"],
+        second_cwd=root / "sub",
+    )
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert (root / "sub" / "result.md").is_file()
+    assert "Waiting for another eb run" in second.stderr, second.stderr
+    assert "The project changed" not in first.stdout + first.stderr
+    assert first.returncode == 0, first.stdout + first.stderr
 
 
 def test_a_judge_writing_the_report_another_run_writes_is_still_caught(tmp_path: Path) -> None:
