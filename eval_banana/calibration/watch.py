@@ -84,8 +84,13 @@ class SampleWatch:
                 ignore=config.settings.harness.isolation_ignore,
                 own_files=written_files(config=config),
             )
-        state = StateWatch.open(config=config, run_dir=run_dir)
-        return cls(config=config, monitor=monitor, paths=paths, state=state)
+        try:
+            state = StateWatch.open(config=config, run_dir=run_dir)
+            return cls(config=config, monitor=monitor, paths=paths, state=state)
+        except BaseException:
+            if monitor is not None:
+                monitor.close()  # and its turn (isolation/watchturn.py)
+            raise
 
     def judged(
         self,

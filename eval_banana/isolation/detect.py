@@ -21,6 +21,7 @@ watched check that ran: which one wrote is unknown.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import threading
@@ -33,6 +34,7 @@ from eval_banana.core.files import is_temp_sibling
 from eval_banana.core.ownmark import OwnFolders, OwnMarks
 from eval_banana.core.streams import stream_files
 from eval_banana.isolation.watch import TreeWatcher
+from eval_banana.isolation.watchturn import project_watched
 from eval_banana.projectstate.blobs import REGULAR, FileIdentity, file_identity
 from eval_banana.projectstate.git import command as git_command
 from eval_banana.projectstate.git import environment as git_environment
@@ -117,6 +119,8 @@ class ChangeMonitor:
                 folders.add(folder)
         # A chmod changes the mode the state counts: attribute changes are touches too.
         self._watcher = TreeWatcher.open(root=self.root, folders=folders, attributes=True)
+        # The project's watch turn (`open`), held until `close`.
+        self._turn = contextlib.ExitStack()
 
     @classmethod
     def open(
@@ -139,23 +143,29 @@ class ChangeMonitor:
                 root=root, excluded_names=excluded, skip_folders=skips, marks=marks
             )
 
-        found = OwnMarks()
-        state = read(found)
-        # eb's folders no setting names (another run's `--output-dir`) are those that hold its
-        # mark now, before any check starts: a check can write a mark too, and one written
-        # later makes no folder eb's (core/ownmark.py).
-        marks = OwnMarks(fixed=found.found)
-        # Where the system cannot name the file behind eb's output, it is one of these.
-        streams = stream_files(among=lambda: (Path(state.root) / path for path in state.files))
-        return cls(
-            state=state,
-            excluded=frozenset(excluded) | {".git"},
-            skip=relative_folders(root=state.root, folders=skips),
-            ignore=ignore_patterns(ignore),
-            read_state=lambda: read(marks),
-            marks=marks,
-            own=relative_files(root=state.root, files=[*own_files, *streams]),
-        )
+        # Taken before the first read, let go after the last look (`close`): no other run
+        # writes a report into the project meanwhile (isolation/watchturn.py).
+        with contextlib.ExitStack() as turn:
+            turn.enter_context(project_watched(root=root))
+            found = OwnMarks()
+            state = read(found)
+            # eb's folders no setting names (another run's `--output-dir`) are those that hold
+            # its mark now, before any check starts: a check can write a mark too, and one
+            # written later makes no folder eb's (core/ownmark.py).
+            marks = OwnMarks(fixed=found.found)
+            # Where the system cannot name the file behind eb's output, it is one of these.
+            streams = stream_files(among=lambda: (Path(state.root) / path for path in state.files))
+            monitor = cls(
+                state=state,
+                excluded=frozenset(excluded) | {".git"},
+                skip=relative_folders(root=state.root, folders=skips),
+                ignore=ignore_patterns(ignore),
+                read_state=lambda: read(marks),
+                marks=marks,
+                own=relative_files(root=state.root, files=[*own_files, *streams]),
+            )
+            monitor._turn = turn.pop_all()
+        return monitor
 
     @property
     def paths(self) -> list[str]:
@@ -355,3 +365,4 @@ class ChangeMonitor:
     def close(self) -> None:
         if self._watcher is not None:
             self._watcher.close()
+        self._turn.close()

@@ -234,9 +234,14 @@ class IsolationSession:
                 ignore=config.settings.harness.isolation_ignore,
                 own_files=written_files(config=config),
             )
-        state = StateWatch.open(config=config, run_dir=run_dir, running=running)
-        session = cls(config=config, monitor=monitor, state=state)
-        session.mounts = read_only_places(config=config, places=state.places, run_dir=run_dir)
+        try:
+            state = StateWatch.open(config=config, run_dir=run_dir, running=running)
+            session = cls(config=config, monitor=monitor, state=state)
+            session.mounts = read_only_places(config=config, places=state.places, run_dir=run_dir)
+        except BaseException:
+            if monitor is not None:
+                monitor.close()  # its turn too: this run's own reports would wait for it
+            raise
         return session
 
     def run(self, *, check: PlannedCheck, key: str, run_in: RunIn) -> CheckResult:

@@ -304,7 +304,7 @@ def _beside_a_reporting_run(
     signal_second: signal.Signals | None = None,
     second_cwd: Path | None = None,
 ) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
-    """`judging` (an eb command whose judge waits for GO) started first; once its judge runs,
+    """`judging` (an eb command whose judge, or check, waits for GO) started first; once it runs,
     another `eb run` of the deterministic check `other` writing `report` into the project. GO
     comes once that run has ended or waits for the project's turn (and then, with
     `signal_second`, has been sent that signal and ended). `second_cwd`: the folder that run
@@ -434,6 +434,40 @@ def test_a_report_named_from_a_subfolder_is_looked_up_in_git_as_that_file(
     assert (root / "sub" / "result.md").is_file()
     assert "Waiting for another eb run" in second.stderr, second.stderr
     assert "The project changed" not in first.stdout + first.stderr
+    assert first.returncode == 0, first.stdout + first.stderr
+
+
+WAITING_CHECK = """\
+schema_version: 1
+id: slow
+type: deterministic
+description: s.
+script: |
+  import os, time
+  from pathlib import Path
+  Path(os.environ["STARTED_FILE"]).write_text("running")
+  deadline = time.time() + 60
+  while not Path(os.environ["GO_FILE"]).exists() and time.time() < deadline:
+      time.sleep(0.02)
+"""
+
+
+def test_a_report_does_not_wait_for_a_run_that_watches_nothing(tmp_path: Path) -> None:
+    # A run whose only check is deterministic with isolation off watches nothing in the
+    # project: another run's JUnit file is written at once beside it (it waited for its end).
+    root = _project(tmp_path / "proj", git=True, checks={})
+    (root / "eval_checks" / "slow.yaml").write_text(WAITING_CHECK)
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "a slow check")
+    first, second = _beside_a_reporting_run(
+        tmp_path,
+        root=root,
+        judging=["run", "--no-html", "--check-id", "slow", "--execution-isolation", "off"],
+        report=["--junit-xml", "junit.xml"],
+    )
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "Waiting for another eb run" not in second.stderr, second.stderr
+    assert (root / "junit.xml").is_file()
     assert first.returncode == 0, first.stdout + first.stderr
 
 
