@@ -8,6 +8,11 @@ before its first read of the project to after its last look, and a report writte
 project waits to hold it alone. A run that watches nothing in the project (no check isolated)
 holds nothing here, and no report waits for it.
 
+A report lies in every project on its path: its own run's, and any project around it or
+nested in it (a folder holding `.eval-banana/`), whose runs watch it too. It takes the turn of
+each, outermost first, so two runs writing reports never hold one each while waiting for the
+other's.
+
 The lock is the kernel's, on the root folder (no file is added to the project). Where the
 output folder is the project root itself (`output_dir = ""`), every run holds that folder shared
 while its checks execute (isolation/state.py), and a report waits for them all.
@@ -22,6 +27,7 @@ from pathlib import Path
 from eval_banana.core.log import Logger
 from eval_banana.core.realpaths import real_path
 from eval_banana.core.turns import sharing_folder, waiting_alone_in_folder
+from eval_banana.settings.configfile import CONFIG_DIR
 
 logger = Logger("eval_banana.isolation.watchturn")
 
@@ -38,9 +44,21 @@ def project_watched(*, root: Path) -> contextlib.AbstractContextManager[None]:
 
 
 def project_roots_around(*, path: Path, root: Path) -> list[Path]:
-    """The folders a watch counting `path` may look at, outermost first: `root` (the writing
-    run's project, resolved) when `path` lies in it."""
-    return [root] if root in real_path(path).parents else []
+    """The folders whose watch may count `path`, outermost first: `root` (the writing run's
+    project, resolved) when `path` lies in it, and every folder on the way to `path` that holds
+    `.eval-banana/` (another project around it, or nested in it, whose runs watch it too)."""
+    return [
+        folder
+        for folder in reversed(real_path(path).parents)
+        if folder == root or _holds_project(folder=folder)
+    ]
+
+
+def _holds_project(*, folder: Path) -> bool:
+    try:
+        return (folder / CONFIG_DIR).is_dir()
+    except OSError:  # a folder that cannot be searched: no project eb can tell of
+        return False
 
 
 @contextlib.contextmanager

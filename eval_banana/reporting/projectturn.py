@@ -12,8 +12,9 @@ So a run takes the project's watch turn for those writes (isolation/watchturn.py
 run watching the project holds shared from before its first look to after its last, `eb
 calibrate` included. While another run holds it, the write waits, saying so once; then no
 watch is looking. A run whose checks are watched by nobody (no check isolated) holds nothing,
-and no report waits for it. A file outside the project, or an untracked one git ignores, waits
-for nothing: no watch counts it. Nor does a run started by a check (an `eb run` inside another
+and no report waits for it. A report in a project nested in another (or holding one) waits
+for the runs watching either. A file outside every project, or an untracked one git ignores,
+waits for nothing: no watch counts it. Nor does a run started by a check (an `eb run` inside another
 run's check): the run whose check it is holds the turn until that check ends, and the file is
 that check's doing, charged as such. A signal the run's handler only notes ends the wait: the
 file is written at once, as an interrupted run still writes its reports.

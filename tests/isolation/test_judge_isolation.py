@@ -303,12 +303,14 @@ def _beside_a_reporting_run(
     report: list[str],
     signal_second: signal.Signals | None = None,
     second_cwd: Path | None = None,
+    second_root: Path | None = None,
 ) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
     """`judging` (an eb command whose judge, or check, waits for GO) started first; once it runs,
     another `eb run` of the deterministic check `other` writing `report` into the project. GO
     comes once that run has ended or waits for the project's turn (and then, with
     `signal_second`, has been sent that signal and ended). `second_cwd`: the folder that run
-    starts in (its report paths are relative to it). Both, as they ended."""
+    starts in (its report paths are relative to it); `second_root`: the project it runs in
+    (`root` unless given). Both, as they ended."""
     started, go = tmp_path / "started", tmp_path / "go"
     env = {**os.environ, "STARTED_FILE": str(started), "GO_FILE": str(go)}
     eb = [sys.executable, "-m", "eval_banana"]
@@ -328,7 +330,8 @@ def _beside_a_reporting_run(
         assert started.exists(), first.communicate()
         with second_err.open("w") as err:
             second = subprocess.Popen(
-                [*eb, "run", "--cwd", str(root), "--no-html", "--check-id", "other", *report]
+                [*eb, "run", "--cwd", str(second_root or root), "--no-html"]
+                + ["--check-id", "other", *report]
                 + ["--output-dir", str(tmp_path / "out-second")],
                 cwd=second_cwd,
                 env=env,
@@ -468,6 +471,40 @@ def test_a_report_does_not_wait_for_a_run_that_watches_nothing(tmp_path: Path) -
     assert second.returncode == 0, second.stdout + second.stderr
     assert "Waiting for another eb run" not in second.stderr, second.stderr
     assert (root / "junit.xml").is_file()
+    assert first.returncode == 0, first.stdout + first.stderr
+
+
+def test_a_report_in_a_nested_project_waits_for_the_judge_of_the_project_around_it(
+    tmp_path: Path,
+) -> None:
+    # proj/sub is a project of its own; a run there writes sub/junit.xml while a judge of
+    # proj runs, whose watch counts sub/ too. It waited only for runs of sub.
+    root = _project(tmp_path / "proj", git=False, checks={"judge": "WAIT_FOR_GO"})
+    inner = root / "sub"
+    (inner / ".eval-banana").mkdir(parents=True)
+    (inner / ".eval-banana" / "config.toml").write_text('[core]\noutput_dir = "runs"\n')
+    (inner / "eval_checks").mkdir()
+    (inner / "eval_checks" / "other.yaml").write_text(
+        "schema_version: 1\nid: other\ntype: deterministic\ndescription: o.\nscript: pass\n"
+    )
+    # The inner project's own state (its cache, its records) is ignored, as `eb init` has it.
+    (root / ".gitignore").write_text(
+        "runs/\nsub/runs/\nsub/.eval-banana/*\n!sub/.eval-banana/config.toml\n"
+    )
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "start")
+    first, second = _beside_a_reporting_run(
+        tmp_path,
+        root=root,
+        judging=["run", "--no-html", "--check-id", "judge"],
+        report=["--junit-xml", "junit.xml"],
+        second_root=inner,
+    )
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert (inner / "junit.xml").is_file()
+    assert "Waiting for another eb run" in second.stderr, second.stderr
+    assert "The project changed" not in first.stdout + first.stderr
     assert first.returncode == 0, first.stdout + first.stderr
 
 
