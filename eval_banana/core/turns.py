@@ -84,13 +84,19 @@ def _flock(*, folder: Path, create: bool, exclusive: bool) -> int | None:
     return None
 
 
-def _lock_folder(*, folder: Path, exclusive: bool, wait: bool = False) -> tuple[int | None, bool]:
+def _lock_folder(
+    *, folder: Path, exclusive: bool, wait: bool = False, make: bool = False
+) -> tuple[int | None, bool]:
     """A lock on `folder` itself (flock on its descriptor: no file is added to it), shared or
     exclusive, waiting for it or not: (the descriptor holding it, or None; whether another
-    run holds it)."""
+    run holds it). `make`: a missing folder is made first (as every other folder is, by the
+    umask): a folder not there holds no lock, so two processes would each take a turn nobody
+    shares, and the folder one of them makes meanwhile would be a change under the other."""
     if fcntl is None:
         return None, False
     try:
+        if make:
+            folder.mkdir(parents=True, exist_ok=True)
         fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
         return None, False
@@ -117,9 +123,11 @@ def sharing_folder(
 ) -> contextlib.AbstractContextManager[None]:
     """Held (shared) on `folder` itself while a run's checks execute beside its contents
     (waiting while another run changes them, which `waits` says first); an output folder holds
-    run folders only, so its lock is the folder, not a file in it. Nothing is taken where this
-    process holds the folder alone already."""
+    run folders only, so its lock is the folder, not a file in it. A folder not there yet is
+    made first (the config folder of a project that has none: every run's end writes there).
+    Nothing is taken where this process holds the folder alone already."""
     with contextlib.suppress(OSError):
+        folder.mkdir(parents=True, exist_ok=True)
         if _identity(os.stat(folder)) in _HELD_ALONE:
             return contextlib.nullcontext()
     fd, busy = _lock_folder(folder=folder, exclusive=False)
@@ -151,7 +159,8 @@ def waiting_alone_in_folder(
     unwritten (a calibration measured at a cost); while another run's checks execute beside it,
     `waits` is called once and the turn is awaited (an interrupt ends the wait). Once `stop()`
     says the run is stopping (a signal its handler only notes), the wait ends without the
-    turn: the file is written at once rather than never."""
+    turn: the file is written at once rather than never. A folder not there yet is made first,
+    as `sharing_folder` makes it: the file is written into it anyway."""
     fd = _await_alone(folder=folder, waits=waits, stop=stop)
     with _closing(fd), _registered(fd=fd):
         yield
@@ -183,7 +192,7 @@ def _await_alone(
     descriptor, or None where there is no lock to take or once `stop()` ends the wait."""
     told = False
     while True:
-        fd, busy = _lock_folder(folder=folder, exclusive=True)
+        fd, busy = _lock_folder(folder=folder, exclusive=True, make=True)
         if not busy or stop():
             return fd
         if not told:

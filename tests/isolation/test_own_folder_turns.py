@@ -1,0 +1,143 @@
+"""eb processes sharing a project take turns on eb's own folders whatever state those are in:
+a project with no `.eval-banana/` yet, a cache folder not made yet. End to end: real projects in
+git, real `eb run` and `eb calibrate` processes side by side, and a judge that is a small
+agent script waiting for the test's GO while the other process runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.gitrepo import init_repo
+
+# A judge that passes; told WAIT_FOR_GO, it first says it started and waits for GO.
+AGENT = """\
+import os, sys, time
+from pathlib import Path
+if "WAIT_FOR_GO" in " ".join(sys.argv):
+    Path(os.environ["STARTED_FILE"]).write_text("judging")
+    deadline = time.time() + 60
+    while not Path(os.environ["GO_FILE"]).exists() and time.time() < deadline:
+        time.sleep(0.02)
+print('{"score": 1, "reason": "looks fine"}')
+"""
+OTHER = "schema_version: 1\nid: other\ntype: deterministic\ndescription: o.\nscript: pass\n"
+CASES = 'calibration:\n  - {name: fine, expect: pass, files: {"target.txt": "the original\\n"}}\n'
+EB = [sys.executable, "-m", "eval_banana"]
+
+
+def _judge(instructions: str) -> str:
+    return (
+        "schema_version: 1\nid: judge\ntype: harness_judge\ndescription: j.\n"
+        f"instructions: {json.dumps(instructions)}\n{CASES}"
+    )
+
+
+def _project(root: Path, *, cache: str = "off") -> Path:
+    """A project with its config in `.eval-banana/` (cache `cache`), a judge waiting for GO and
+    a deterministic check `other`."""
+    agent = root.parent / "agent.py"
+    root.parent.mkdir(parents=True, exist_ok=True)
+    agent.write_text(AGENT)
+    config = (
+        f'[core]\noutput_dir = "runs"\n\n[cache]\nmode = "{cache}"\n\n[harness]\nagent = "fake"\n'
+        f"\n[agents.fake]\ncommand = [{json.dumps(sys.executable)}, {json.dumps(str(agent))}]\n"
+        'model_flag = ""\n'
+    )
+    return init_repo(
+        root,
+        {
+            ".eval-banana/config.toml": config,
+            ".gitignore": "runs/\n",
+            "target.txt": "the original\n",
+            "eval_checks/judge.yaml": _judge("WAIT_FOR_GO"),
+            "eval_checks/other.yaml": OTHER,
+        },
+    )
+
+
+def _side_by_side(
+    tmp_path: Path, *, first: list[str], second: list[str], env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
+    """`first` (an eb command whose judge waits for GO) started; once its judge runs, `second`
+    until it ends or says it waits for its turn; then GO. Both, as they ended."""
+    started, go = tmp_path / "started", tmp_path / "go"
+    environ = {**os.environ, **(env or {}), "STARTED_FILE": str(started), "GO_FILE": str(go)}
+    second_err = tmp_path / "second.err"
+    running = subprocess.Popen(
+        [*EB, *first],
+        env=environ,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not started.exists() and running.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert started.exists(), running.communicate()
+        with second_err.open("w") as err:
+            beside = subprocess.Popen(
+                [*EB, *second],
+                env=environ,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                text=True,
+            )
+        while (
+            beside.poll() is None
+            and "Waiting for another eb" not in second_err.read_text()
+            and time.monotonic() < deadline
+        ):
+            time.sleep(0.02)
+    finally:
+        go.write_text("go")
+    out, _ = beside.communicate(timeout=120)
+    done_second = subprocess.CompletedProcess(beside.args, beside.returncode, out, "")
+    done_second.stderr = second_err.read_text()
+    out, err = running.communicate(timeout=120)
+    done_first = subprocess.CompletedProcess(running.args, running.returncode, out, err)
+    for done in (done_first, done_second):
+        assert "Traceback" not in done.stderr, done.stderr
+    return done_first, done_second
+
+
+def test_runs_take_turns_in_a_project_with_no_eb_folder_yet(tmp_path: Path) -> None:
+    # No `.eval-banana/` at all (the agent is chosen by an environment variable): a run whose
+    # judge runs, and another run writing junit.xml into the project. The second run made
+    # eb's folder (the cache's secret, written.json) and its report under the judge, which
+    # was charged with them, as no turn was held on a folder not there.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    pi = bin_dir / "pi"
+    pi.write_text(f"#!{sys.executable}\n{AGENT}")
+    pi.chmod(0o755)
+    root = init_repo(
+        tmp_path / "proj",
+        {
+            "eval_checks/judge.yaml": _judge("WAIT_FOR_GO"),
+            "eval_checks/other.yaml": OTHER,
+            "target.txt": "the original\n",
+        },
+    )
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "EVAL_BANANA_HARNESS_AGENT": "pi"}
+    first, second = _side_by_side(
+        tmp_path,
+        first=["run", "--cwd", str(root), "--no-html", "--check-id", "judge"]
+        + ["--output-dir", str(tmp_path / "out-first")],
+        second=["run", "--cwd", str(root), "--no-html", "--check-id", "other"]
+        + ["--output-dir", str(tmp_path / "out-second"), "--junit-xml", "junit.xml"],
+        env=env,
+    )
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert (root / "junit.xml").is_file()
+    assert "changed while this judge ran" not in first.stdout, first.stdout
+    assert first.returncode == 0, first.stdout + first.stderr
+    # Only eb's folder was made for the turn: no file of its own.
+    assert (root / ".eval-banana").is_dir()
