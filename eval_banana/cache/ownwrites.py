@@ -40,8 +40,10 @@ class OwnWrites:
     def remember_state(self, *, writes: bool) -> None:
         """Note every entry's and kept run's state now, as the first check starts, and the
         secret's: one replaced while checks run is known to whoever replaced it. A run that
-        writes makes the secret first, so that no check can put one of its own in place."""
-        if writes:
+        writes makes the secret first, so that no check can put one of its own in place; not
+        in a cache folder it could not make (another eb process's checks watch for it to
+        appear, core/turns.py `made_in_turn`), where a secret a check puts is seen appearing."""
+        if writes and self.store.folder.is_dir():
             self.store.secret(create=True)
         self._before = self.store.states()
 

@@ -7,6 +7,8 @@ A run's watch takes any change to eb's own files while its checks execute for a 
 (docs/fail-closed.md). Another eb run's writes would look the same: the verdicts it stores in a
 shared cache, the old run folders `[core] keep_runs` deletes from a shared output folder. So
 those are made only while no run's checks execute there, and otherwise left to a later run.
+The cache folder itself too: a run whose checks execute while it is missing watches for it to
+appear, and holds the folder it would be made in shared (`made_in_turn`).
 
 A record eb rewrites whole at every run's end, which no watch counts (`lastfailed.json`), is
 taken in turns by the file itself (`holding_file`): never by the folder, which every run's
@@ -48,16 +50,53 @@ FILE_TURN_SECONDS = 30.0
 _HELD_ALONE: set[tuple[int, int]] = set()
 
 
+def nearest_folder(folder: Path) -> Path:
+    """The folder `folder` would be made in: itself or its nearest ancestor that is there."""
+    folder = folder.absolute()
+    for candidate in (folder, *folder.parents):
+        if candidate.is_dir():
+            return candidate
+    return Path(folder.anchor)
+
+
+def made_in_turn(*, folder: Path) -> bool:
+    """`folder` (a verdict cache), made when missing, with its lock file: owner-only, whatever
+    the umask. A process whose checks execute while it is missing holds the folder it would be
+    made in shared (`sharing`), and watches for it to appear: a cache appearing then is no
+    check's to make, and goes whole. So it is made only while that folder is held alone, never
+    waiting; False (nothing made) while another process's checks execute there, or this
+    process's own (it holds that folder shared)."""
+    if folder.is_dir():
+        return True
+    above = nearest_folder(folder)
+    fd, busy = None, False
+    with contextlib.suppress(OSError):
+        if _identity(os.stat(above)) not in _HELD_ALONE:
+            fd, busy = _lock_folder(folder=above, exclusive=True)
+    if busy:
+        return False
+    with _closing(fd), contextlib.suppress(OSError):
+        make_folders(folder=folder, mode=OWNER_ONLY_FOLDER)
+        _make_lock_file(path=folder / LOCK_NAME)
+    return True
+
+
+def _make_lock_file(*, path: Path) -> None:
+    if not path.exists():
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o644))
+
+
 def _open_lock(*, folder: Path, create: bool) -> int | None:
     """The folder's lock file, opened for reading (so holding it never looks like a write);
-    None without the folder (and `create` False) or where it cannot be opened. A folder made
-    here is a verdict cache (the only folder made for its lock): owner-only, whatever the umask."""
+    None without the folder or where it cannot be opened. `create`: the folder made when
+    missing, in its turn (`made_in_turn`: None while another process's checks watch for it),
+    and the lock file."""
     path = folder / LOCK_NAME
     try:
         if create:
-            make_folders(folder=folder, mode=OWNER_ONLY_FOLDER)
-            if not path.exists():
-                os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o644))
+            if not made_in_turn(folder=folder):
+                return None
+            _make_lock_file(path=path)
         return os.open(path, os.O_RDONLY)
     except OSError:
         return None
@@ -215,16 +254,32 @@ def _registered(*, fd: int | None) -> Iterator[None]:
         _HELD_ALONE.discard(held)
 
 
-def sharing(*, folder: Path, create: bool) -> contextlib.AbstractContextManager[None]:
+@contextlib.contextmanager
+def sharing(
+    *, folder: Path, create: bool, waits: Callable[[], None] = lambda: None
+) -> Iterator[None]:
     """Held (shared) while a run's checks execute beside `folder`'s contents; `create`: make
-    the folder and its lock file when missing."""
-    return _closing(_flock(folder=folder, create=create, exclusive=False))
+    its lock file when missing, and the folder (`made_in_turn`: which the caller does first,
+    before it holds the folder the cache would be made in). While the folder is missing, the
+    folder it would be made in is held shared too (`sharing_folder`, `waits` said first while
+    another process makes it): no other eb process makes it meanwhile, which this run's watch
+    would take for a check's doing."""
+    with contextlib.ExitStack() as stack:
+        if not folder.is_dir():
+            stack.enter_context(sharing_folder(folder=nearest_folder(folder), waits=waits))
+        # Made meanwhile (awaited above), it is held as one found there.
+        stack.enter_context(_closing(_flock(folder=folder, create=create, exclusive=False)))
+        yield
 
 
 @contextlib.contextmanager
 def alone(*, folder: Path) -> Iterator[bool]:
     """Held (exclusive) while eb changes `folder` outside any run's checks; yields False, never
-    waiting, while another run's checks execute (then the change is left to a later run)."""
+    waiting, while another run's checks execute (then the change is left to a later run), and
+    while the folder is missing and may not be made (`made_in_turn`)."""
+    if not made_in_turn(folder=folder):
+        yield False
+        return
     fd = _open_lock(folder=folder, create=True)
     if fd is None or fcntl is None:
         if fd is not None:

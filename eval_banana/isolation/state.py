@@ -50,6 +50,7 @@ from eval_banana.core.realpaths import real_path
 from eval_banana.core.turns import (
     LOCK_NAME,
     alone,
+    made_in_turn,
     sharing,
     sharing_folder,
     waiting_alone_in_folder,
@@ -104,13 +105,17 @@ def checks_running(
     deletes old run folders from the output folder `runs`, nor `eb calibrate` replaces the
     calibration record in the folder `record`, meanwhile, which this run's watch would otherwise
     take for a check's write. `create`: make the cache folder and its lock file when missing (a
-    run that may store)."""
+    run that may store), unless another eb process's checks execute meanwhile: then the missing
+    folder's place is held shared as theirs is, and the cache is made when this run stores."""
+    if create:
+        # First: the folder the cache is made in is often the record's, held shared below.
+        made_in_turn(folder=cache)
     with contextlib.ExitStack() as stack:
         for folder in (runs, record):
             if folder is not None:
                 stack.enter_context(sharing_folder(folder=folder, waits=_waiting(folder=folder)))
         # Last: a run waiting for the folders above holds nothing another run needs to store.
-        stack.enter_context(sharing(folder=cache, create=create))
+        stack.enter_context(sharing(folder=cache, create=create, waits=_waiting(folder=cache)))
         yield
 
 

@@ -12,12 +12,16 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.gitrepo import init_repo
 
 # A judge that passes; told WAIT_FOR_GO, it first says it started and waits for GO.
 AGENT = """\
 import os, sys, time
 from pathlib import Path
+
+import pytest
 if "WAIT_FOR_GO" in " ".join(sys.argv):
     Path(os.environ["STARTED_FILE"]).write_text("judging")
     deadline = time.time() + 60
@@ -141,3 +145,40 @@ def test_runs_take_turns_in_a_project_with_no_eb_folder_yet(tmp_path: Path) -> N
     assert first.returncode == 0, first.stdout + first.stderr
     # Only eb's folder was made for the turn: no file of its own.
     assert (root / ".eval-banana").is_dir()
+
+
+@pytest.mark.parametrize(
+    "first",
+    [["calibrate"], ["run", "--no-html", "--check-id", "judge", "--cache", "off"]]
+    + [["run", "--no-html", "--check-id", "judge", "--cache", "read-only"]],
+    ids=["calibrate", "run-cache-off", "run-cache-read-only"],
+)
+def test_a_cache_made_beside_running_judges_is_no_judge_s_doing(
+    tmp_path: Path, first: list[str]
+) -> None:
+    # No cache folder yet: judges running (that watch for one to appear, since a judge could
+    # plant one with its own secret), and a cache-on run beside them. That run made the
+    # folder to hold it and stored its verdict there: the judges were errors, and their
+    # process removed the whole folder, that run's stored verdict with it.
+    root = _project(tmp_path / "proj", cache="on")
+    done, beside = _side_by_side(
+        tmp_path,
+        first=[*first, "--cwd", str(root)],
+        second=["run", "--cwd", str(root), "--no-html", "--check-id", "other"],
+    )
+    assert beside.returncode == 0, beside.stdout + beside.stderr
+    assert "changed while this judge ran" not in done.stdout + done.stderr
+    assert done.returncode == 0, done.stdout + done.stderr
+    # Made while judges watched for it, the cache would be theirs to drop: it waits for them.
+    assert "the verdicts of this run are not stored" in beside.stderr, beside.stderr
+    assert not (root / ".eval-banana" / "cache").exists()
+    # Once they have ended, a run makes the cache and stores its verdict there.
+    stored = subprocess.run(
+        [*EB, "run", "--cwd", str(root), "--no-html", "--check-id", "other"],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+    assert stored.returncode == 0 and "not stored" not in stored.stderr, stored.stderr
+    assert list((root / ".eval-banana" / "cache" / "entries").glob("*/*.json"))
