@@ -12,6 +12,8 @@ from eval_banana.commands import common
 from eval_banana.core.words import dollars_text
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from eval_banana.models.calibration import CaseSample
     from eval_banana.models.stages import PlannedCheck
     from eval_banana.runners.fuses import RunFuses
@@ -53,6 +55,29 @@ def fuse_text(*, fuses: RunFuses) -> str:
     return f"the cost fuse tripped ([harness] cost_fuse_usd = {fuses.cost_budget_usd})"
 
 
+def _refuse_inside_a_running_check(*, record: Path) -> None:
+    """Refused before any judge runs: a calibration a check started (an `eb run`'s check runs
+    `eb calibrate`) while checks execute in the project it records into. It could write its
+    record only once no run's checks execute there (isolation/state.py `record_writes`), and
+    the run whose check started it holds that turn until the check ends: each would wait for
+    the other until the check's timeout. Writing it anyway would charge the check with it."""
+    from eval_banana.core.errors import RunInUseError
+    from eval_banana.isolation.state import checks_executing
+    from eval_banana.runners.orphans import TOKEN_VAR
+
+    if TOKEN_VAR not in os.environ or not checks_executing(record=record):
+        return
+    raise RunInUseError(
+        "eb calibrate was started by a check of an eb run while eb checks execute in this "
+        f"project ({TOKEN_VAR} is set): it writes the calibration record {record} only once "
+        "no run's checks execute there, and the run whose check started it waits for that "
+        "check to end",
+        file=str(record),
+        hint="run eb calibrate outside eb run's checks: before or after the run, or as a CI "
+        "step of its own",
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     from eval_banana.calibration.family import case_definitions, judges_of
     from eval_banana.calibration.run import calibrate, plan_runs
@@ -92,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
             file=str(record),
             hint="Remove or rename it; eb calibrate writes the record there.",
         )
+    _refuse_inside_a_running_check(record=record)
     guarded = guard_stage.guard(config=config, plan=plan, inputs={}, mode="calibrate")
     guard_stage.raise_if_refused(guarded)
     assert guarded.harness is not None  # judges were planned and the guard let them through

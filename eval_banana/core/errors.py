@@ -232,7 +232,8 @@ class RunFolderError(EvalBananaError):
 
 
 class RunInUseError(EvalBananaError):
-    """Another eb process is writing the run folder `eb update` or `eb stage` would rewrite."""
+    """Another eb process is writing the run folder `eb update` or `eb stage` would rewrite, or
+    holds the project a check's `eb calibrate` would write its record into."""
 
     kind = "run_in_use"
 

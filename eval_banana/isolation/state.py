@@ -50,6 +50,7 @@ from eval_banana.core.realpaths import real_path
 from eval_banana.core.turns import (
     LOCK_NAME,
     alone,
+    alone_in_folder,
     made_in_turn,
     sharing,
     sharing_folder,
@@ -145,6 +146,13 @@ def _waiting(*, folder: Path) -> Callable[[], None]:
         "Waiting for another eb process changing %s to end before this run's checks start",
         folder,
     )
+
+
+def checks_executing(*, record: Path) -> bool:
+    """Whether some eb process's checks (or judges) execute in the project of the calibration
+    record `record` right now (they hold its folder shared): a probe that never waits."""
+    with alone_in_folder(folder=record.parent) as ours:
+        return not ours
 
 
 def record_writes(

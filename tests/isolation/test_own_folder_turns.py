@@ -182,3 +182,41 @@ def test_a_cache_made_beside_running_judges_is_no_judge_s_doing(
     )
     assert stored.returncode == 0 and "not stored" not in stored.stderr, stored.stderr
     assert list((root / ".eval-banana" / "cache" / "entries").glob("*/*.json"))
+
+
+def test_eb_calibrate_started_by_a_check_of_the_project_is_refused_at_once(
+    tmp_path: Path,
+) -> None:
+    # A check running `eb calibrate` in the project its run executes checks in: the
+    # calibration waited for the run's checks to end before writing its record, and the run
+    # waited for the check, until the check's timeout.
+    root = _project(tmp_path / "proj")
+    source = Path(__file__).resolve().parents[2]
+    inner = (
+        "import os, subprocess, sys\n"
+        f"env = dict(os.environ, PYTHONPATH={str(source)!r}, GO_FILE='go', STARTED_FILE='s')\n"
+        f"done = subprocess.run([{sys.executable!r}, '-m', 'eval_banana', 'calibrate'],"
+        " capture_output=True, text=True, env=env)\n"
+        "print(done.returncode, done.stderr)\n"
+        "sys.exit(done.returncode)\n"
+    )
+    check = "schema_version: 1\nid: inner\ntype: deterministic\ndescription: i.\n"
+    (root / "eval_checks" / "inner.yaml").write_text(check + f"script: {json.dumps(inner)}\n")
+    (root / "go").write_text("go")
+    began = time.monotonic()
+    done = subprocess.run(
+        [*EB, "run", "--cwd", str(root), "--no-html", "--check-id", "inner"]
+        + ["--check-timeout-seconds", "60"],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+    assert time.monotonic() - began < 40, done.stdout + done.stderr
+    assert done.returncode == 1, done.stdout + done.stderr
+    run_dir = max((root / "runs").iterdir(), key=lambda path: path.stat().st_mtime_ns)
+    said = "".join(path.read_text() for path in (run_dir / "checks").glob("inner-*.stdout*"))
+    assert said.startswith("2 "), said
+    assert "eb calibrate was started by a check of an eb run" in said, said
+    assert "run eb calibrate outside eb run's checks" in said, said
+    assert not (root / ".eval-banana" / "calibration.json").exists()
