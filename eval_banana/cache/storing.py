@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from eval_banana.checks.inputs import CheckInputs
 
 logger = Logger("eval_banana.cache.storing")
+# Who holds the cache's lock shared: `eb calibrate` holds it as a run's checks do.
+ANOTHER_PROCESS = "Another eb process (a run's checks or a calibration's judges)"
 
 
 def open_cache(
@@ -78,8 +80,8 @@ def store_all(
     with turn as ours:
         if cache.writes and not ours:
             logger.warning(
-                "Another eb run is executing checks with this cache: the verdicts of this run "
-                "are not stored"
+                f"{ANOTHER_PROCESS} is running with this cache: the verdicts of this run are "
+                "not stored"
                 + (
                     ", and the checks it ran keep the verdicts stored before it (run "
                     "--cache refresh again)"
@@ -117,7 +119,7 @@ def _keep_fetched(*, cache: CacheSession, folder: Path, stop: StopSignal) -> Non
     count = cache.release_fetched()
     if not stop.is_set():
         logger.warning(
-            "Another eb run is executing checks with this cache: the %d %s this run fetched "
+            f"{ANOTHER_PROCESS} is running with this cache: the %d %s this run fetched "
             "from the shared cache %s not kept in the local folder (a later run fetches "
             "them again)",
             count,

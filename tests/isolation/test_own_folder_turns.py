@@ -220,3 +220,30 @@ def test_eb_calibrate_started_by_a_check_of_the_project_is_refused_at_once(
     assert "eb calibrate was started by a check of an eb run" in said, said
     assert "run eb calibrate outside eb run's checks" in said, said
     assert not (root / ".eval-banana" / "calibration.json").exists()
+
+
+def test_a_run_beside_eb_calibrate_names_what_holds_the_cache(tmp_path: Path) -> None:
+    # The cache is there; `eb calibrate`'s judges hold it while a run beside them ends. The
+    # run said `Another eb run is executing checks with this cache`: there was no such run.
+    root = _project(tmp_path / "proj", cache="on")
+    made = subprocess.run(
+        [*EB, "run", "--cwd", str(root), "--no-html", "--check-id", "other"],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+    assert made.returncode == 0, made.stderr
+    other = root / "eval_checks" / "other.yaml"
+    other.write_text(other.read_text().replace("script: pass", 'script: "pass  # v2"'))
+    done, beside = _side_by_side(
+        tmp_path,
+        first=["calibrate", "--cwd", str(root)],
+        second=["run", "--cwd", str(root), "--no-html", "--check-id", "other"],
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert beside.returncode == 0, beside.stdout + beside.stderr
+    assert (
+        "warning: Another eb process (a run's checks or a calibration's judges) is running "
+        "with this cache: the verdicts of this run are not stored"
+    ) in beside.stderr, beside.stderr

@@ -527,7 +527,7 @@ def test_a_run_that_ends_while_another_runs_checks_with_the_cache_stores_nothing
             timeout=120,
         )
         assert second.returncode == 0, second.stderr
-        assert "Another eb run is executing checks with this cache" in second.stderr
+        assert "is running with this cache" in second.stderr
         quick = json.loads(second.stdout)["checks"][0]
         assert quick["details"]["cache"]["stored"] is False
         release.touch()
