@@ -35,13 +35,16 @@ def relative_folders(*, root: str, folders: Iterable[str | Path]) -> tuple[str, 
 
 
 def relative_files(*, root: str | Path, files: Iterable[Path]) -> frozenset[str]:
-    """The files inside `root` (links resolved, as the root is) as root-relative POSIX
-    paths; those outside it left out."""
+    """The files inside `root` as root-relative POSIX paths, each by its own name (the links
+    of its folders resolved, as the root's are) and by where it leads when it is a symbolic
+    link; those outside it left out. Both are eb's: a record eb rewrites by a rename replaces
+    the link's own name, whatever it leads to (a file, or none)."""
     base = real_path(root)
     found = set()
     for path in files:
-        with contextlib.suppress(ValueError):
-            found.add(real_path(path).relative_to(base).as_posix())
+        for named in (real_path(path.parent) / path.name, real_path(path)):
+            with contextlib.suppress(ValueError):
+                found.add(named.relative_to(base).as_posix())
     return frozenset(found)
 
 

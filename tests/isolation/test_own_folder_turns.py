@@ -247,3 +247,28 @@ def test_a_run_beside_eb_calibrate_names_what_holds_the_cache(tmp_path: Path) ->
         "warning: Another eb process (a run's checks or a calibration's judges) is running "
         "with this cache: the verdicts of this run are not stored"
     ) in beside.stderr, beside.stderr
+
+
+@pytest.mark.parametrize("target", ["gone.json", "kept.json"], ids=["dangling", "to-a-file"])
+def test_another_run_rewriting_a_linked_lastfailed_json_is_no_judge_s_doing(
+    tmp_path: Path, target: str
+) -> None:
+    # `.eval-banana/lastfailed.json` a symbolic link (to no file, or to a file): another run
+    # ending beside a judge rewrites it (a rename over the link). Only the link's target was
+    # taken for eb's, so the judge was charged: `The project changed while this judge ran:
+    # .eval-banana/lastfailed.json`.
+    root = _project(tmp_path / "proj")
+    bad = "schema_version: 1\nid: bad\ntype: deterministic\ndescription: b.\n"
+    (root / "eval_checks" / "bad.yaml").write_text(bad + 'script: "raise SystemExit(1)"\n')
+    if target == "kept.json":
+        (root / ".eval-banana" / target).write_text('{"failed": {}, "schema_version": 1}\n')
+    (root / ".eval-banana" / "lastfailed.json").symlink_to(target)
+    done, beside = _side_by_side(
+        tmp_path,
+        first=["run", "--cwd", str(root), "--no-html", "--check-id", "judge"],
+        second=["run", "--cwd", str(root), "--no-html", "--check-id", "bad"]
+        + ["--output-dir", str(tmp_path / "out-second")],
+    )
+    assert beside.returncode == 1, beside.stdout + beside.stderr
+    assert "The project changed" not in done.stdout + done.stderr, done.stdout
+    assert done.returncode == 0, done.stdout + done.stderr
