@@ -145,6 +145,50 @@ def test_an_edited_report_is_written_again_without_running_a_check(tmp_path: Pat
     _status_ok(proj)
 
 
+def test_a_deleted_or_edited_html_report_is_written_again_without_running_a_check(
+    tmp_path: Path,
+) -> None:
+    """With report.html deleted or edited, `eb status` said every stage was ok and `eb update`
+    "Nothing to update", though `eb stage report` would have written it again."""
+    proj = Proj(root=tmp_path / "proj", eb=_eb_of_its_own, failing=False)
+    before = _run_once(proj)
+    page = proj.run_dir / "report.html"
+    written = page.read_bytes()
+    page.unlink()
+    status = proj.eb("status")
+    assert status.exit_code == 1, status.stdout + status.stderr
+    assert "stale  (report.html is missing)" in _rows(status.stdout)["report"]
+    assert [stage for stage, line in _rows(status.stdout).items() if "ok" in line.split()] == list(
+        STAGES[:-1]
+    )
+    updated = proj.eb("update")
+    assert updated.exit_code == 0, updated.stdout + updated.stderr
+    assert _rerun_stages(updated.stdout) == ["report"]
+    assert page.read_bytes() == written
+    _status_ok(proj)
+    page.write_bytes(written.replace(b"</body>", b"<p>Signed off.</p></body>"))
+    status = proj.eb("status")
+    assert status.exit_code == 1, status.stdout + status.stderr
+    row = _rows(status.stdout)["report"]
+    assert "stale  (report.html was edited after the report stage wrote it)" in row
+    updated = proj.eb("update")
+    assert updated.exit_code == 0, updated.stdout + updated.stderr
+    assert _rerun_stages(updated.stdout) == ["report"]
+    assert page.read_bytes() == written
+    assert proj.ran() == Counter(proj.checks)  # no check ran again
+    assert proj.results() == before
+    _status_ok(proj)
+
+
+def test_a_run_without_a_page_is_up_to_date_without_one(tmp_path: Path) -> None:
+    """`--no-html` wrote no report.html: there is none to miss."""
+    proj = Proj(root=tmp_path / "proj", eb=_eb_of_its_own, failing=False)
+    made = proj.eb("run", "--no-html")
+    assert made.exit_code == 0, made.stdout + made.stderr
+    assert not (proj.run_dir / "report.html").exists()
+    _status_ok(proj)
+
+
 def _snapshot(proj: Proj) -> Path:
     (snapshot,) = (proj.run_dir / "stages" / "snapshots").iterdir()
     return snapshot

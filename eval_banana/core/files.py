@@ -200,6 +200,20 @@ def write_parts_atomic(*, path: Path, parts: Iterable[bytes | memoryview]) -> No
     _write_atomic(path=path, fill=fill)
 
 
+def write_parts_digested(*, path: Path, parts: Iterable[bytes | memoryview]) -> str:
+    """`write_parts_atomic`, returning the digest of the bytes written (hashed as each part
+    goes out, never read back)."""
+    digest = hashlib.sha256()
+
+    def fill(fd: int) -> None:
+        for part in parts:
+            digest.update(part)
+            _write_all(fd=fd, data=part)
+
+    _write_atomic(path=path, fill=fill)
+    return f"sha256:{digest.hexdigest()}"
+
+
 def sha256_parts(*, parts: Iterable[bytes | memoryview]) -> str:
     """`sha256_bytes` of the bytes `parts` make, without joining them."""
     digest = hashlib.sha256()
@@ -208,10 +222,10 @@ def sha256_parts(*, parts: Iterable[bytes | memoryview]) -> str:
     return f"sha256:{digest.hexdigest()}"
 
 
-def write_pieces_atomic(*, path: Path, pieces: Iterable[str]) -> None:
+def write_pieces_atomic(*, path: Path, pieces: Iterable[str]) -> str:
     """Write the text `pieces` make, atomically, one piece encoded at a time (a character
-    UTF-8 cannot hold, a lone surrogate, is written as '?')."""
-    write_parts_atomic(
+    UTF-8 cannot hold, a lone surrogate, is written as '?'); return the digest of its bytes."""
+    return write_parts_digested(
         path=path, parts=(piece.encode("utf-8", errors="replace") for piece in pieces)
     )
 

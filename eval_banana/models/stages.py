@@ -630,6 +630,13 @@ class ReportDoc(StageEnvelope):
         description="sha256:<hex> of report.md's bytes as the stage wrote them, as "
         "report_json_sha256.",
     )
+    report_html_sha256: str | None = Field(
+        default=None,
+        description="sha256:<hex> of report.html's bytes as the run wrote them (eb status "
+        "marks the stage stale when the page is gone or has other bytes now); null when the "
+        "run wrote no page (--no-html, or one it could not write) and in a stage file written "
+        "before eb recorded it: then report.html is not looked at.",
+    )
 
 
 # Each stage's document model, in pipeline order (the names of eval_banana.stages.STAGE_NAMES).

@@ -16,7 +16,13 @@ from eval_banana.history.record import RunKind
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
 from eval_banana.pipeline.lateinterrupt import interrupted_late
 from eval_banana.pipeline.outcome import RunOutcome
-from eval_banana.reporting import ReportExtras, forks_html, start_html, write_extra_reports
+from eval_banana.reporting import (
+    ReportExtras,
+    finish_page,
+    forks_html,
+    start_html,
+    write_extra_reports,
+)
 from eval_banana.reporting.console import Console
 from eval_banana.runners.results import aborted_text
 from eval_banana.stagefiles.layout import REPORT_HTML
@@ -35,7 +41,7 @@ def publish_report(
     inputs: dict[str, str],
     extras: ReportExtras | None,
     console: Console,
-    page: forked.Pending[None] | None = None,
+    page: forked.Pending[str] | None = None,
     history: Mapping[str, Recent] | None = None,
 ) -> ReportOutcome:
     """The report stage as users see it: the report files first, then the console summary.
@@ -51,12 +57,24 @@ def publish_report(
     extras.history_dir = history_folder(config=config)
     extras.config = config
     extras.history = history
+    # A page written again (the run interrupted while its reports were written) is finished
+    # again, and its new digest recorded.
+    extras.page_finished, extras.page_digest = False, None
     html_job = (
         page if page is not None else start_html(extras=extras, report=built, run_dir=run_dir)
     )
     try:
+        # stages/report.json is written once the page is, to record its digest.
         report = report_stage.write_reports(
-            run_dir=run_dir, config=config, execute=execute, score=score, inputs=inputs, built=built
+            run_dir=run_dir,
+            config=config,
+            execute=execute,
+            score=score,
+            inputs=inputs,
+            built=built,
+            page=lambda written: finish_page(
+                extras=extras, run_dir=run_dir, report=written, html=html_job
+            ),
         )
         written = write_extra_reports(
             extras=extras,
@@ -131,7 +149,7 @@ def begin_html(
     executed: ExecuteDoc,
     extras: ReportExtras | None,
     history: Mapping[str, Recent] | None = None,
-) -> forked.Pending[None] | None:
+) -> forked.Pending[str] | None:
     """report.html begun in a forked child as soon as the results are known, when a fork pays;
     else None (the report stage renders it). The child scores and builds the report object
     itself, the same object the report stage builds (report.json holds no stage file digest),
@@ -144,13 +162,13 @@ def begin_html(
     from eval_banana.stages import report as report_stage
     from eval_banana.stages import score as score_stage
 
-    def render() -> None:
+    def render() -> str:
         # The score stage's inputs only name its upstream files in score.json, not written here.
         scored = score_stage.score(config=config, execute=executed, inputs={})
         report = report_stage.build_report(
             run_dir=run_dir, config=config, execute=executed, score=scored
         )
-        write_html(
+        return write_html(
             report=report,
             run_dir=run_dir,
             path=run_dir / REPORT_HTML,
@@ -178,7 +196,7 @@ def finish_run(
     digests: dict[str, str],
     extras: ReportExtras | None,
     console: Console,
-    page: forked.Pending[None] | None = None,
+    page: forked.Pending[str] | None = None,
     kind: RunKind = "run",
     probe: GitProbe | None = None,
     history: Mapping[str, Recent] | None = None,
@@ -259,7 +277,7 @@ def _score_and_publish(
     digests: dict[str, str],
     extras: ReportExtras | None,
     console: Console,
-    page: forked.Pending[None] | None,
+    page: forked.Pending[str] | None,
     history: Mapping[str, Recent] | None,
 ) -> tuple[ReportOutcome, ScoreDoc, int]:
     """score.json and the reports of `executed`; the report, the score and the exit code."""

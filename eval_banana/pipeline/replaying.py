@@ -28,8 +28,8 @@ from eval_banana.cache.store import CacheStore
 from eval_banana.checks.inputs import CheckInputs
 from eval_banana.core import forked
 from eval_banana.core.errors import OutputDirError
-from eval_banana.core.files import write_bytes_atomic
-from eval_banana.models.stages import ConfigDoc, DiscoverDoc, PlanDoc
+from eval_banana.core.files import sha256_bytes, write_bytes_atomic
+from eval_banana.models.stages import ConfigDoc, DiscoverDoc, PlanDoc, ReportDoc
 from eval_banana.pipeline.reporttargets import (
     ReportTarget,
     names_any,
@@ -42,6 +42,7 @@ from eval_banana.reporting.console import Console, ProgressReporter
 from eval_banana.settings.folders import STEP_SUMMARY_ENV, cache_dir, history_dir
 from eval_banana.stagefiles.layout import REPORT_HTML, REPORT_JSON
 from eval_banana.stagefiles.read import read_stage
+from eval_banana.stagefiles.write import write_stage_model
 
 if TYPE_CHECKING:
     from eval_banana.history.trend import Recent
@@ -122,7 +123,9 @@ def replay(
     # report, as the usual way would from the same report.
     render_page = extras.html and not replayed.html
     if replayed.html:
-        _redraw_marks(history=marks.finish(), page=html, console=console)
+        extras.page_digest = _redraw_marks(history=marks.finish(), page=html, console=console)
+        extras.page_finished = True  # the outputs below leave it as it is
+        extras.written.append(html)
     elif render_page:
         extras.history_dir = _history_folder(config=config)
         extras.history = marks.finish()
@@ -135,11 +138,9 @@ def replay(
             report=replayed.load_report(),
             report_md=replayed.report_md,
             junit_xml=config.settings.core.junit_xml,
-            # report.html is written already: its "render" has nothing left to do.
-            html=forked.start(work=lambda: None, fork=False) if replayed.html else None,
         )
-    elif replayed.html:
-        extras.written.append(html)
+    # stages/report.json came from the kept run's: it records this run's page (or none).
+    _record_page(run_dir=run_dir, digest=extras.page_digest)
     if not console.quiet:
         report = replayed.load_report()
         console.summary(
@@ -176,21 +177,35 @@ def _begin_marks(*, config: ConfigDoc, key: str, html: bool) -> forked.Pending[d
     )
 
 
-def _redraw_marks(*, history: dict[str, Recent], page: Path, console: Console) -> None:
+def _redraw_marks(*, history: dict[str, Recent], page: Path, console: Console) -> str:
     """Give the replayed report.html the history marks of now: the kept run's page drew the
     history of when it ran. Only its marks are redrawn (from the page's own history block),
-    never the whole page: a replay stays a matter of filling in and linking files."""
+    never the whole page: a replay stays a matter of filling in and linking files. The digest
+    of the page as it is left."""
     from eval_banana.reporting.marks import NoMarks, redraw
 
     try:
         text = page.read_bytes()
-        redrawn = redraw(page=text, history=history)
+        try:
+            redrawn = redraw(page=text, history=history)
+        except NoMarks as exc:
+            console.warn(f"Kept the replayed {page} as it was kept: {exc}")
+            return sha256_bytes(data=text)
         if redrawn is not text:
             write_bytes_atomic(path=page, data=redrawn)
-    except NoMarks as exc:
-        console.warn(f"Kept the replayed {page} as it was kept: {exc}")
+        return sha256_bytes(data=redrawn)
     except OSError as exc:
         raise OutputDirError(f"Cannot write the HTML report to {page}: {exc}") from exc
+
+
+def _record_page(*, run_dir: Path, digest: str | None) -> None:
+    """Record in stages/report.json the digest of report.html as the replay left it (None: no
+    page), when it records another: the replay filled the stage file in from the kept run's,
+    before the page it brought had this run's values and marks."""
+    doc: ReportDoc = read_stage(run_dir=run_dir, stage="report")
+    if doc.report_html_sha256 != digest:
+        updated = doc.model_copy(update={"report_html_sha256": digest})
+        write_stage_model(run_dir=run_dir, stage="report", model=updated)
 
 
 def _reads_report(*, config: ConfigDoc, extras: ReportExtras) -> bool:

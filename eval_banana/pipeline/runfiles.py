@@ -12,7 +12,7 @@ from pathlib import Path
 from eval_banana.core.files import sha256_file
 from eval_banana.core.words import first_and_count
 from eval_banana.models.stages import PlanDoc, ReportDoc
-from eval_banana.stagefiles.layout import REPORT_JSON, REPORT_MD
+from eval_banana.stagefiles.layout import REPORT_HTML, REPORT_JSON, REPORT_MD
 
 
 def snapshots_changed(*, doc: PlanDoc, run_dir: Path) -> str | None:
@@ -36,16 +36,19 @@ def snapshots_changed(*, doc: PlanDoc, run_dir: Path) -> str | None:
 
 
 def reports_changed(*, doc: ReportDoc, run_dir: Path) -> str | None:
-    """A report the report stage wrote (report.json, report.md) that is gone from the run
-    folder (`eb diff` and `eb history` read a run from them), or whose bytes are no longer
-    those the stage recorded: a verdict or count edited by hand or by a script. Looked for by
-    name in the run folder, which may have moved since stages/report.json named them by
+    """A report the report stage wrote (report.json, report.md, report.html) that is gone from
+    the run folder (`eb diff` and `eb history` read a run from them), or whose bytes are no
+    longer those the stage recorded: a verdict or count edited by hand or by a script. Looked
+    for by name in the run folder, which may have moved since stages/report.json named them by
     absolute path. A stage file from before eb recorded the digests is asked only for the
-    files' presence."""
+    presence of report.json and report.md; report.html is looked at only when its digest is
+    recorded (a run with --no-html wrote none)."""
     recorded = {REPORT_JSON: doc.report_json_sha256, REPORT_MD: doc.report_md_sha256}
+    if doc.report_html_sha256 is not None:
+        recorded[REPORT_HTML] = doc.report_html_sha256
     gone = [name for name in recorded if not (run_dir / name).is_file()]
     if gone:
-        return f"{' and '.join(gone)} {'is' if len(gone) == 1 else 'are'} missing"
+        return f"{_listed(gone)} {'is' if len(gone) == 1 else 'are'} missing"
     edited = [
         name
         for name, digest in recorded.items()
@@ -55,4 +58,9 @@ def reports_changed(*, doc: ReportDoc, run_dir: Path) -> str | None:
         return None
     if len(edited) == 1:
         return f"{edited[0]} was edited after the report stage wrote it"
-    return f"{' and '.join(edited)} were edited after the report stage wrote them"
+    return f"{_listed(edited)} were edited after the report stage wrote them"
+
+
+def _listed(names: list[str]) -> str:
+    """`a`, `a and b`, `a, b and c`."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"

@@ -49,6 +49,7 @@ __all__ = [
     "ReportExtras",
     "annotations",
     "append_step_summary",
+    "finish_page",
     "forks_html",
     "start_html",
     "write_extra_reports",
@@ -82,6 +83,10 @@ class ReportExtras(Record):
     # The first report the run could not write (report.html, the JUnit file): the run ends
     # with it (exit 3) once the console has shown the verdict (`tell_faults`).
     fault: WriteFault | LinkLoopError | None = None
+    # report.html once finished (`finish_page`): whether it was, and the digest of the page
+    # written (None: none asked for, or it could not be written).
+    page_finished: bool = False
+    page_digest: str | None = None
     # Outputs whose failure costs only themselves (the step summary): warnings to tell, each
     # with its fix when it has one.
     warnings: list[Problem] = Field(default_factory=list)
@@ -122,7 +127,7 @@ def forks_html(*, extras: ReportExtras | None, checks: int) -> bool:
 
 def start_html(
     *, extras: ReportExtras | None, report: dict[str, Any], run_dir: Path
-) -> forked.Pending[None] | None:
+) -> forked.Pending[str] | None:
     """Begin report.html beside the rest of the report stage (forked where that pays), or
     None when the run asked for no HTML; `write_extra_reports` finishes it."""
     if extras is not None and not extras.html:
@@ -147,19 +152,19 @@ def start_html(
 
 def _finish_html(
     *,
-    html: forked.Pending[None] | None,
+    html: forked.Pending[str] | None,
     report: dict[str, Any],
     run_dir: Path,
     path: Path,
     extras: ReportExtras,
-) -> None:
+) -> str:
     """Wait for the page begun by `start_html` (or render it here when none was begun); render
     it here too if its child was ended by a signal (Ctrl-C reaches the whole process group):
-    an interrupted run keeps its page."""
+    an interrupted run keeps its page. The digest of the page written."""
     from eval_banana.reporting.html import write_html
 
-    def render() -> None:
-        write_html(
+    def render() -> str:
+        return write_html(
             report=report,
             run_dir=run_dir,
             path=path,
@@ -168,9 +173,37 @@ def _finish_html(
         )
 
     if html is None:
-        render()
-    else:
-        html.finish_or_redo(redo=render)
+        return render()
+    return html.finish_or_redo(redo=render)
+
+
+def finish_page(
+    *,
+    extras: ReportExtras,
+    run_dir: Path,
+    report: dict[str, Any],
+    html: forked.Pending[str] | None = None,
+) -> str | None:
+    """report.html finished (begun by `start_html`, or rendered here) when the run asks for
+    it, once: the digest of the page, which stages/report.json records so `eb status` sees it
+    gone or edited; None when none was asked for or it could not be written (`extras.fault`
+    then holds why, told after the verdict)."""
+    if not extras.html or extras.page_finished:
+        return extras.page_digest
+    extras.page_finished = True
+    path = run_dir / REPORT_HTML
+    try:
+        extras.page_digest = _finish_html(
+            html=html, report=report, run_dir=run_dir, path=path, extras=extras
+        )
+    except (OSError, WriteFault, LinkLoopError) as exc:
+        # A report CI reads is missing: a fault of the run (exit 3), never a setup error
+        # (the checks ran); the rest is still written and the verdict still shown.
+        if extras.fault is None:
+            extras.fault = _report_fault(path=path, exc=exc)
+        return None
+    extras.written.append(path)
+    return extras.page_digest
 
 
 def _report_fault(
@@ -207,39 +240,33 @@ def write_extra_reports(
     report: dict[str, Any],
     report_md: str,
     junit_xml: str | None,
-    html: forked.Pending[None] | None = None,
+    html: forked.Pending[str] | None = None,
 ) -> ReportExtras:
-    """Write report.html (or finish `html`, begun by `start_html`), the JUnit file and the
-    GitHub outputs asked for; return `extras`, holding what could not be written
-    (`ReportExtras.tell_faults` tells it after the console summary)."""
+    """Write report.html (or finish `html`, begun by `start_html`; nothing more when
+    `finish_page` did), the JUnit file and the GitHub outputs asked for; return `extras`,
+    holding what could not be written (`ReportExtras.tell_faults` tells it after the console
+    summary)."""
     from eval_banana.reporting.github import annotations, append_step_summary, warning_annotations
 
     extras = extras if extras is not None else ReportExtras()
     extras.report, extras.report_md = report, report_md
     project_root = Path(str(report.get("project_root") or run_dir))
-    targets: list[tuple[str, Path]] = []
-    if extras.html:
-        targets.append(("HTML report", run_dir / REPORT_HTML))
+    finish_page(extras=extras, run_dir=run_dir, report=report, html=html)
     if junit_xml:
-        targets.append(("JUnit XML", junit_path(setting=junit_xml, project_root=project_root)))
-    for label, path in targets:
+        path = junit_path(setting=junit_xml, project_root=project_root)
         try:
-            if label == "JUnit XML":
-                # xml.etree is loaded only by runs that ask for JUnit.
-                from eval_banana.reporting.junit import write_junit
+            # xml.etree is loaded only by runs that ask for JUnit.
+            from eval_banana.reporting.junit import write_junit
 
-                places = extras.case_places(report=report)
-                with _project_turn(extras=extras, path=path):
-                    write_junit(report=report, project_root=project_root, path=path, places=places)
-            else:
-                _finish_html(html=html, report=report, run_dir=run_dir, path=path, extras=extras)
+            places = extras.case_places(report=report)
+            with _project_turn(extras=extras, path=path):
+                write_junit(report=report, project_root=project_root, path=path, places=places)
         except (OSError, WriteFault, LinkLoopError) as exc:
-            # A report CI reads is missing: a fault of the run (exit 3), never a setup error
-            # (the checks ran); the rest is still written and the verdict still shown.
+            # As report.html's (`finish_page`): a fault of the run, told after the verdict.
             if extras.fault is None:
                 extras.fault = _report_fault(path=path, exc=exc)
-            continue
-        extras.written.append(path)
+        else:
+            extras.written.append(path)
     if extras.annotations == "github":
         stream = extras.annotation_stream if extras.annotation_stream is not None else sys.stdout
         for line in [

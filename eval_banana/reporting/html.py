@@ -236,10 +236,11 @@ def write_html(
     path: Path,
     history_dir: Path | None = None,
     history: Mapping[str, Recent] | None = None,
-) -> None:
+) -> str:
     """Write report.html for `report` at `path` (links are relative to `run_dir`); with
     `history_dir`, each check's sparkline and badges come from the records there (`history`:
-    those records read already)."""
+    those records read already). Return the digest of the page's bytes, which
+    stages/report.json records."""
     if history is None:
         history = recent_history(
             run_id=str(report.get("run_id", "")) or None,
@@ -248,4 +249,4 @@ def write_html(
             own_shards=_own_shards(report=report),
         )
     pieces = html_pieces(report=report, run_dir=run_dir, history=history)
-    write_pieces_atomic(path=path, pieces=pieces)
+    return write_pieces_atomic(path=path, pieces=pieces)

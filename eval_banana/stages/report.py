@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -160,10 +161,13 @@ def write_reports(
     inputs: dict[str, str] | None = None,
     run_id: str | None = None,
     built: dict[str, Any] | None = None,
+    page: Callable[[dict[str, Any]], str | None] | None = None,
 ) -> ReportOutcome:
     """Write report.json, report.md and stages/report.json (before any console output).
 
-    `built` is the report object when the caller has built it already (`build_report`).
+    `built` is the report object when the caller has built it already (`build_report`);
+    `page` finishes report.html once the other reports are written, before the stage file that
+    records its digest (None: the run writes no page, or another writer records it).
     """
     report = (
         built
@@ -181,6 +185,8 @@ def write_reports(
     markdown_bytes = markdown.encode("utf-8")
     with refusing_wrong_place(path=md_path, stage="report"):
         write_bytes_atomic(path=md_path, data=markdown_bytes)
+    # Most often the page, rendered in a forked child meanwhile, is ready by now.
+    page_digest = page(report) if page is not None else None
     if inputs is None:
         inputs = {
             "config": document_digest(doc=config),
@@ -196,6 +202,7 @@ def write_reports(
         extra_outputs=[],
         report_json_sha256=json_digest,
         report_md_sha256=sha256_bytes(data=markdown_bytes),
+        report_html_sha256=page_digest,
     )
     doc = ReportDoc.model_validate(document)
     digest = write_stage_model(run_dir=run_dir, stage="report", model=doc)

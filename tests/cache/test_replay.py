@@ -81,7 +81,8 @@ def _run_values(run_dir: Path) -> list[bytes]:
     the reports stages/report.json records."""
     config = _stage(run_dir, "config.json")
     digested = [path for path in (run_dir / "stages").iterdir() if path.is_file()]
-    digested += [run_dir / "report.json", run_dir / "report.md"]
+    digested += [run_dir / "report.json", run_dir / "report.md", run_dir / "report.html"]
+    digested = [path for path in digested if path.is_file()]
     stage_digests = ["sha256:" + hashlib.sha256(path.read_bytes()).hexdigest() for path in digested]
     return [str(run_dir).encode(), config["run_id"].encode(), *(d.encode() for d in stage_digests)]
 
@@ -202,7 +203,11 @@ def test_a_replayed_run_s_edited_report_is_stale_and_written_again(
     run_dir = Path(kept.run()["output_dir"])
     assert events_of(events) == ["replayed"]
     report_stage = _stage(run_dir, "report.json")
-    for name, field in (("report.json", "report_json_sha256"), ("report.md", "report_md_sha256")):
+    for name, field in (
+        ("report.json", "report_json_sha256"),
+        ("report.md", "report_md_sha256"),
+        ("report.html", "report_html_sha256"),
+    ):
         written = (run_dir / name).read_bytes()
         assert report_stage[field] == "sha256:" + hashlib.sha256(written).hexdigest(), name
     status = kept.eb("status", "--cwd", str(kept.root), "--run-dir", str(run_dir))
@@ -583,6 +588,10 @@ def test_a_replay_under_no_html_writes_no_page(kept: Project, replays: list[bool
     assert replays[-1] is True
     assert not (Path(replayed["output_dir"]) / "report.html").exists()
     assert "HTML report" not in kept.last.stdout + kept.last.stderr
+    # The kept run's stages/report.json recorded its page: this run's records none.
+    assert _stage(Path(replayed["output_dir"]), "report.json")["report_html_sha256"] is None
+    status = kept.eb("status", "--cwd", str(kept.root), "--run-dir", replayed["output_dir"])
+    assert status.exit_code == 0, status.stdout + status.stderr
 
 
 def test_a_run_kept_without_a_page_is_replayed_with_one_rendered_from_its_report(
@@ -600,6 +609,10 @@ def test_a_run_kept_without_a_page_is_replayed_with_one_rendered_from_its_report
     theirs = normalized(Path(usual["output_dir"]))
     assert "report.html" in mine
     assert mine["report.html"] == theirs["report.html"]
+    # The page rendered here is the one its stages/report.json records.
+    run_dir = Path(replayed["output_dir"])
+    page = hashlib.sha256((run_dir / "report.html").read_bytes()).hexdigest()
+    assert _stage(run_dir, "report.json")["report_html_sha256"] == f"sha256:{page}"
 
 
 def test_a_referenced_script_outside_every_input_state_is_watched(
