@@ -26,7 +26,7 @@ def case_picks_digest(cases: Iterable[tuple[str, dict[str, Any]]]) -> str:
         [case_id, sorted(definition.get("tags") or []), definition.get("skip")]
         for case_id, definition in cases
     )
-    text = json.dumps(picks, ensure_ascii=False, separators=(",", ":"), default=str)
+    text = json.dumps(picks, ensure_ascii=False, separators=(",", ":"), default=str, allow_nan=True)
     return f"sha256:{hashlib.sha256(text.encode()).hexdigest()}"
 
 

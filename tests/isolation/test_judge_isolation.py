@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.forking import default_sigint
 from tests.isolation.rig import run_checks
 
 # A judge that rewrites the file it judges and its own check file, deletes another check, and
@@ -339,6 +340,9 @@ def _beside_a_reporting_run(
                 stdout=subprocess.PIPE,
                 stderr=err,
                 text=True,
+                # Ctrl-C's default, as a terminal gives it, also where the suite started with
+                # SIGINT ignored (`nohup pytest &`).
+                preexec_fn=default_sigint,
             )
         while (
             second.poll() is None

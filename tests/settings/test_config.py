@@ -416,6 +416,7 @@ def test_envelope_and_selection(tmp_path: Path) -> None:
         "shard": None,
         "subset": None,
         "changed_since": None,
+        "changed_since_commit": None,
         "last_failed": False,
         "last_failed_run_id": None,
         "last_failed_ids": None,
