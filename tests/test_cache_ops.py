@@ -23,6 +23,10 @@ from tests.cache.rig import Project, judge
 from tests.remote_servers import BUCKET, gate, moto_s3
 from tests.test_shared_cache import KEY, LONG, _isolated, _remote, run, runners
 
+# The shared-cache suite (`pytest -m remote`, which .ci/run runs): real S3, WebDAV and HTTP
+# servers on 127.0.0.1, left out of the README's command to keep it under ten minutes.
+pytestmark = pytest.mark.remote
+
 __all__ = ["_isolated"]  # the autouse fixture clearing the cache variables
 SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
 OLD = time.time() - 30 * 86_400

@@ -22,6 +22,10 @@ from eval_banana.core.words import size_text
 from tests.cache.rig import Project, judge, make_project
 from tests.remote_servers import BUCKET, Hostile, MotoS3, hostile, moto_s3, webdav
 
+# The shared-cache suite (`pytest -m remote`, which .ci/run runs): real S3, WebDAV and HTTP
+# servers on 127.0.0.1, left out of the README's command to keep it under ten minutes.
+pytestmark = pytest.mark.remote
+
 KEY = "a-signing-key-from-the-ci-secret-store"
 # A prompt longer than what travels inline: its file is a blob of its own (cas/<sha256>).
 LONG = "Judge it. " + "Read every line of the docs with care. " * 600
