@@ -5,23 +5,24 @@ entry it had, and a verdict stored over another takes the kept runs with it."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eval_banana.cache.components import KeyContext
+from eval_banana.cache.keyedfiles import changed_since_keyed
 from eval_banana.cache.ownwrites import OwnWrites
 from eval_banana.cache.places import SlotTaken
 from eval_banana.cache.store import CacheStore, drop_kept_runs
 from eval_banana.cache.verdictentry import UnstorableName, entry_document
 from eval_banana.cache.warn import Warn
-from eval_banana.checks.inputs import artifact_id, artifact_of
-from eval_banana.core.errors import WriteFault
+from eval_banana.core.errors import ProjectStateError, WriteFault
 from eval_banana.core.mac import SecretUnusable
 from eval_banana.core.words import visible
 from eval_banana.models.config import CacheMode
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import PlannedCheck
+from eval_banana.projectstate.git import NotARepository
 
 if TYPE_CHECKING:
     from eval_banana.cache.remotetier import RemoteTier
@@ -62,8 +63,11 @@ class VerdictRecorder:
         self.stored = False
         self.discarded = False
         self._replaced = False
-        # Artifact path -> its id when verdicts are stored (see _still_keyed).
+        # Artifact path -> its id when verdicts are stored; check stem -> the files its key was
+        # taken from that changed during the run; the files a warning named (see _still_keyed).
         self._artifacts_now: dict[str, str] = {}
+        self._changed: dict[str, list[str]] = {}
+        self._told: set[str] = set()
 
     def discard(self) -> None:
         """Store nothing more, nor keep what a store under way writes."""
@@ -121,20 +125,63 @@ class VerdictRecorder:
         details = {**result.details, "cache": {"hit": False, "key": key, "stored": stored}}
         return result.model_copy(update={"details": details})
 
+    def confirm_keys(self, *, ran: Sequence[tuple[PlannedCheck, CheckResult]]) -> None:
+        """Before the verdicts of `ran` are stored: read again, in one pass, what the keys of
+        those to be stored were taken from (see cache/keyedfiles.py)."""
+        self._read_again(checks=[check for check, result in ran if _storable(result=result)])
+
+    def _read_again(self, *, checks: Sequence[PlannedCheck]) -> None:
+        if self._context is None or not self.writes or self.discarded:
+            return
+        unread = [c for c in checks if c.stem in self._keys and c.stem not in self._changed]
+        if not unread:
+            return
+        try:
+            found = changed_since_keyed(
+                context=self._context, checks=unread, artifacts_now=self._artifacts_now
+            )
+        except (ProjectStateError, NotARepository, OSError) as exc:
+            # Unconfirmed keys may name other bytes than those judged: nothing is stored.
+            why = exc.message if isinstance(exc, (ProjectStateError, NotARepository)) else str(exc)
+            self._warn(
+                message="The verdicts of this run are not stored in the cache: the files their "
+                f"keys were taken from cannot be read again: {why}"
+            )
+            self.discard()
+            return
+        self._changed.update(found)
+
     def _still_keyed(self, *, check: PlannedCheck) -> bool:
-        """Whether the file a check's key read on its own is still as the key took it: an
-        assertions artifact another check wrote meanwhile was graded, not the one keyed (the
-        rest of a key is read from the run's input state, which checks do not change)."""
-        if check.type != "assertions" or self._context is None:
+        """Whether the files a check's key was taken from are still as the key took them: a
+        check of the run (isolation `off`) may have rewritten its inputs, the project or the
+        artifact it grades, and then the verdict is about other bytes than its key names. The
+        run says so once per file."""
+        if self._context is None:
             return True
-        artifact = artifact_of(check)
-        now = self._artifacts_now.get(artifact)
-        if now is None:
-            # Verdicts are stored once every check has ended, when nothing rewrites an
-            # artifact any more: each is read once for all the cases that grade it.
-            now = artifact_id(artifact=artifact, project_root=self._context.project_root)
-            self._artifacts_now[artifact] = now
-        return now == self._context.artifacts[check.id]
+        if check.stem not in self._changed:
+            # Verdicts are stored once every check has ended, when nothing rewrites a file any
+            # more; the caller reads them all at once first (confirm_keys).
+            self._read_again(checks=[check])
+        changed = self._changed.get(check.stem)
+        if changed is None:
+            return False  # could not be read again (said once)
+        if not changed:
+            return True
+        first = changed[0]
+        if first not in self._told:
+            self._told.add(first)
+            more = f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""
+            self._warn(
+                message=f"The verdict of check '{check.id}' is not stored in the cache: "
+                f"{visible(first)}{more} changed during this run, after its key was taken (a "
+                "check of this run wrote it, or another process did), so the verdict is about "
+                "other bytes than its key names",
+                file=visible(first),
+                hint="a later run keys the check on the files as they are then; a check that "
+                "writes what other checks read is caught under [execution] isolation = "
+                '"detect"',
+            )
+        return False
 
     def _store(self, *, check: PlannedCheck, result: CheckResult, key: str) -> bool:
         """Store a verdict; whether it was kept (never once the run was found compromised)."""

@@ -237,6 +237,11 @@ class CacheSession:
 
     # -- storing ---------------------------------------------------------------------------
 
+    def confirm_keys(self, *, ran: Sequence[tuple[PlannedCheck, CheckResult]]) -> None:
+        """Before the verdicts of `ran` are stored: read again, once for all of them, the files
+        their keys were taken from (see `VerdictRecorder.confirm_keys`)."""
+        self._recorder.confirm_keys(ran=ran)
+
     def record(
         self, *, check: PlannedCheck, result: CheckResult, store: bool = True, turn: bool = True
     ) -> CheckResult:

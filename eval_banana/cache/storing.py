@@ -154,6 +154,15 @@ def store_verdicts(
     own state, so a change seen there is never its own. A cache that cannot be written aborts
     the run: the check whose verdict failed to store is an error, and nothing more is stored.
     `turn`: whether this run may change the cache at all (no other run's checks execute)."""
+    if keep and not stop.is_set():
+        # A check may have written what another's key was taken from: read that again once.
+        cache.confirm_keys(
+            ran=[
+                (checks[position], result)
+                for position in ran
+                if (result := results[position]) is not None
+            ]
+        )
     for position in sorted(ran):
         result = results[position]
         if result is None:

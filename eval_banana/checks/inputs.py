@@ -191,14 +191,43 @@ class CheckInputs:
         key = (inputs, excluding)
         found = self._excluded.get(key)
         if found is None:
-            left_out = frozenset(excluding)
-            if inputs is None:
-                own = self._own()
-                paths = [p for p in self.state.paths if p not in own and p not in left_out]
-            else:
-                paths = [p for p in self.files(inputs=inputs) if p not in left_out]
+            paths = self._read_paths(inputs=inputs, excluding=excluding)
             found = self._excluded[key] = self.state.digest_of(paths=paths)
         return found
+
+    def _read_paths(
+        self, *, inputs: tuple[str, ...] | None, excluding: tuple[str, ...]
+    ) -> list[str]:
+        """The files a digest of (`inputs`, `excluding`) is over, sorted."""
+        left_out = frozenset(excluding)
+        if inputs is None:
+            own = self._own()
+            return [p for p in self.state.paths if p not in own and p not in left_out]
+        return [p for p in self.files(inputs=inputs) if p not in left_out]
+
+    def read_again(self, *, definitions: Iterable[dict[str, Any]]) -> CheckInputs:
+        """A reader of the same project for `definitions` that reads its files as they are
+        now (this one keeps the state it took)."""
+        return CheckInputs(config=self._config, definitions=definitions)
+
+    def changed_since(
+        self, *, earlier: CheckInputs, inputs: tuple[str, ...] | None, excluding: tuple[str, ...]
+    ) -> list[str]:
+        """The files of what a check reads (`digest`'s arguments) added, removed or changed
+        between `earlier`'s read of the project and this one's, sorted; none when the digests
+        agree (then no file is compared)."""
+        before = earlier.digest(inputs=inputs, excluding=excluding)
+        if self.digest(inputs=inputs, excluding=excluding) == before:
+            return []
+        old = set(earlier._read_paths(inputs=inputs, excluding=excluding))
+        new = set(self._read_paths(inputs=inputs, excluding=excluding))
+        return [
+            path
+            for path in sorted(old | new)
+            if path not in old
+            or path not in new
+            or earlier.state.read_identity_of(path) != self.state.read_identity_of(path)
+        ]
 
     def _whole_project_digest(self) -> str:
         """The state of every project file except eb's own config and calibration files."""
