@@ -3,12 +3,13 @@
 Every check: its `check_definition_sha256` (the YAML and any referenced script), its input state
 (the files its `inputs:` match, or the whole project) and the names, never the values, of the
 environment variables the environment policy lets through (and the policy, under the
-allowlist). Then per type: a judge's agent, command line template, agent variable names, output
-dialect, model, reasoning effort, exact prompt and prompt version; a deterministic check's
-interpreter version and eb's rules for its verdict; an assertions check's artifact, the
-evaluator (eb's version) and its rules (runners/verdictrules.py). Nothing
-else: timestamps, paths of the project root, variable values and timeouts (a timeout is an
-error, and errors are never stored) are not in the key.
+allowlist). Then per type: a judge's agent, command line template, the variables the config
+sets for the agent as written (`{env:NAME}` placeholders by their text), output dialect, model,
+reasoning effort, exact prompt and prompt version; a deterministic check's interpreter version
+and eb's rules for its verdict; an assertions check's artifact, the evaluator (eb's version)
+and its rules (runners/verdictrules.py). Nothing else: timestamps, paths of the project root,
+the values of eb's own environment variables and timeouts (a timeout is an error, and errors
+are never stored) are not in the key.
 
 A check that runs several samples (`repeats`, `[core] repeats`, `--repeats`) has no key at all:
 sampling exists to measure how the check's verdict varies, which a stored verdict cannot tell.
@@ -25,7 +26,7 @@ from eval_banana.cache.key import Component
 from eval_banana.checks.inputs import CheckInputs, artifact_of, declared_inputs
 from eval_banana.core.version import tool_version
 from eval_banana.harness.prompt import judge_prompt
-from eval_banana.models.config import Settings
+from eval_banana.models.config import AgentTemplate, Settings
 from eval_banana.models.repeats import sample_count
 from eval_banana.models.stages import PlannedCheck, ResolvedHarness
 from eval_banana.runners.verdictrules import ASSERTIONS_RULES, DETERMINISTIC_RULES
@@ -58,7 +59,7 @@ class KeyContext:
     def agent_parts(
         self, *, harness: ResolvedHarness, model: str | None, effort: str | None
     ) -> list[Component]:
-        """A judge's agent, command template, variable names and dialect (worked out once per
+        """A judge's agent, command template, variables and dialect (worked out once per
         model and effort: a run's judges mostly share both)."""
         found = self._agent_parts.get((model, effort))
         if found is None:
@@ -94,18 +95,31 @@ def _agent_components(
 
     template = harness.template
     command = build_argv(template=template, prompt="{prompt}", model=model, effort=effort)
-    agent_names = {
-        *template.provider_env,
-        *template.fixed_env,
-        *settings.harness.env,
-        *(name for name in template.model_env_vars if name.strip()),
-    }
     return [
         ("agent", harness.agent),
         ("command_template", json.dumps(command, ensure_ascii=False, allow_nan=False)),
-        ("agent_variable_names", "\0".join(sorted(agent_names))),
+        ("agent_variables", agent_variables(template=template, settings=settings)),
         ("output_dialect", template.output_dialect),
     ]
+
+
+def agent_variables(*, template: AgentTemplate, settings: Settings) -> str:
+    """The variables the config sets for the agent, as written, one layer each (a later layer
+    overrides an earlier one, so the same name in another layer is another environment).
+
+    `fixed_env` and `[harness.env]` are set verbatim: their values decide what the agent does
+    (a `JUDGE_MODE = "strict"`), so they count. `provider_env` counts by its text: a
+    `{env:NAME}` placeholder is the reference, never the value it reads from eb's environment
+    (a rotated token reuses every verdict, and no secret goes into a key). `model_env_vars`
+    receive the model, which is a component of its own.
+    """
+    layers = {
+        "provider_env": template.provider_env,
+        "fixed_env": template.fixed_env,
+        "harness_env": settings.harness.env,
+        "model_env_vars": sorted(name for name in template.model_env_vars if name.strip()),
+    }
+    return json.dumps(layers, sort_keys=True, ensure_ascii=False, allow_nan=False)
 
 
 def _judge(*, check: PlannedCheck, context: KeyContext) -> list[Component] | None:
