@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.cache.rig import script_check
-from tests.gitrepo import commit_all, init_repo
+from tests.gitrepo import commit_all, git, init_repo
 from tests.processes import eb_process
 
 # add() as the project ships it, and broken.
@@ -182,4 +182,90 @@ def test_a_row_left_out_that_gains_the_selected_tag_makes_the_plan_stale(
     updated = _eb(root, "update")
     assert updated.returncode == 1, updated.stdout + updated.stderr
     assert _report(root) == {"more[x]": "failed", "rows[a]": "passed", "rows[b]": "failed"}
+    assert _eb(root, "status").returncode == 0
+
+
+# An assertions check over out/<name>.json that fails once its `ok` is false.
+GRADES = (
+    "schema_version: 1\n"
+    "id: {name}\n"
+    "type: assertions\n"
+    "description: grades {name}\n"
+    "artifact: out/{name}.json\n"
+    "inputs: [out/{name}.json]\n"
+    "assert:\n"
+    "  - {{path: ok, op: equals, value: true}}\n"
+)
+
+
+def test_a_check_changed_since_left_out_is_planned_once_its_input_differs_from_the_pinned_commit(
+    tmp_path: Path,
+) -> None:
+    """A --changed-since run selects what differs from its pinned commit: an input of a check
+    it left out, edited after the run, makes a plan made again select that check too, so the
+    plan is stale and `eb update` runs it (it said every stage was ok, and passed)."""
+    root = init_repo(
+        tmp_path / "proj",
+        {
+            ".gitignore": ".eval-banana/results/\n.eval-banana/lastfailed.json\n",
+            ".eval-banana/config.toml": "",
+            "eval_checks/a.yaml": GRADES.format(name="chk_a"),
+            "eval_checks/b.yaml": GRADES.format(name="chk_b"),
+            "out/chk_a.json": '{"ok": true}',
+            "out/chk_b.json": '{"ok": true}',
+        },
+    )
+    base = git(root, "rev-parse", "HEAD").strip()
+    (root / "out" / "chk_a.json").write_text('{"ok": true }')
+    made = _eb(root, "run", "--changed-since", "HEAD")
+    assert made.returncode == 0, made.stdout + made.stderr
+    assert _report(root) == {"chk_a": "passed"}
+    assert _eb(root, "status").returncode == 0
+    (root / "out" / "chk_b.json").write_text('{"ok": false}')
+    status = _eb(root, "status")
+    assert status.returncode == 1, status.stdout
+    assert f"--changed-since {base} now also selects chk_b" in status.stdout
+    updated = _eb(root, "update")
+    assert updated.returncode == 1, updated.stdout + updated.stderr
+    assert _report(root) == {"chk_a": "passed", "chk_b": "failed"}
+    assert _eb(root, "status").returncode == 0
+    # chk_a as the pinned commit holds it: a plan made again selects it no longer.
+    (root / "out" / "chk_a.json").write_text('{"ok": true}')
+    status = _eb(root, "status")
+    assert f"--changed-since {base} no longer selects chk_a" in status.stdout
+    updated = _eb(root, "update")
+    assert _report(root) == {"chk_b": "failed"}
+
+
+def test_a_row_changed_since_left_out_is_planned_once_it_differs_from_the_pinned_commit(
+    tmp_path: Path,
+) -> None:
+    """Under --changed-since a row is selected by whether it differs from the pinned commit:
+    a row the run left out, edited after it, is one a plan made again selects, whatever field
+    changed (not only its id, tags or skip, as under --tag)."""
+    root = init_repo(
+        tmp_path / "proj",
+        {
+            ".gitignore": ".eval-banana/results/\n.eval-banana/lastfailed.json\n",
+            ".eval-banana/config.toml": "",
+            "eval_checks/rows.yaml": ROWS_CHECK.format(family="rows"),
+            "data/rows.jsonl": _rows({"id": "a", "n": 1}, {"id": "b", "n": 2}, {"id": "c", "n": 3}),
+        },
+    )
+    base = git(root, "rev-parse", "HEAD").strip()
+    (root / "data" / "rows.jsonl").write_text(
+        _rows({"id": "a", "n": 1, "note": "x"}, {"id": "b", "n": 2}, {"id": "c", "n": 3})
+    )
+    made = _eb(root, "run", "--changed-since", "HEAD")
+    assert made.returncode == 0, made.stdout + made.stderr
+    assert _report(root) == {"rows[a]": "passed"}
+    (root / "data" / "rows.jsonl").write_text(
+        _rows({"id": "a", "n": 1, "note": "x"}, {"id": "b", "n": 2}, {"id": "c", "n": -3})
+    )
+    status = _eb(root, "status")
+    assert status.returncode == 1, status.stdout
+    assert f"--changed-since {base} now also selects rows[c]" in status.stdout
+    updated = _eb(root, "update")
+    assert updated.returncode == 1, updated.stdout + updated.stderr
+    assert _report(root) == {"rows[a]": "passed", "rows[c]": "failed"}
     assert _eb(root, "status").returncode == 0

@@ -128,7 +128,8 @@ def definitions_changed(*, doc: PlanDoc, run_dir: Path) -> str | None:
     by several checks is said once: for cases, after the first of their ids (a family's file
     is every case's reason); for plain checks (a shared script), with their count. Before
     them: config.json selects otherwise than when the plan was made (the run's request
-    changed, so the plan is not the one it asks for)."""
+    changed, so the plan is not the one it asks for). After them: a pinned --changed-since
+    selection that picks other checks now."""
     from eval_banana.core.caseid import split_case_check_id
 
     config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
@@ -145,30 +146,71 @@ def definitions_changed(*, doc: PlanDoc, run_dir: Path) -> str | None:
             changes.append(f"{describe_changes(ids)}: {why}")
         else:
             changes.append(why if len(ids) == 1 else f"{why} ({len(ids)} checks)")
+    # A --changed-since run selected by what differed from its pinned commit: a check or row
+    # it left out that differs now (an input edited since) is one a new plan picks.
+    picked = _pinned_selection_changed(doc=doc, config=config)
+    if picked is not None:
+        changes.append(picked)
     if changes:
         return describe_changes(changes)
     # Execute runs the frozen copies, not the live scripts: one gone or edited is rebuilt.
     return snapshots_changed(doc=doc, run_dir=run_dir)
 
 
-def _failure_changed(*, doc: PlanDoc, run_dir: Path) -> str | None:
-    """A failed plan holds no checks to compare, only its problems: validate again (under the
-    selection it applied) and say whether they are gone or are others now, so a fixed row or
-    check file is seen before `eb update`. The same problems keep the plan `failed`."""
+def _plan_now(*, doc: PlanDoc, config: ConfigDoc) -> PlanDoc | None:
+    """The plan validate makes now under the selection `doc` applied, from the check files as
+    they are now (as `eb update` would find them, not as a discover.json that may itself be
+    stale lists them); None when it cannot be planned now."""
     from eval_banana.stages.discover import discover
     from eval_banana.stages.validate import validate
 
-    config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
     try:
-        # The check files as they are now (as `eb update` would find them), not as a
-        # discover.json that may itself be stale lists them.
         discovered = discover(config=config, inputs={})
-        now = validate(
+        return validate(
             config=config.model_copy(update={"selection": doc.selection}),
             discovered=discovered,
             inputs={},
         ).plan
     except EvalBananaError:
+        return None
+
+
+def _pinned_selection_changed(*, doc: PlanDoc, config: ConfigDoc) -> str | None:
+    """Whether a `--changed-since` selection pinned to a commit picks other checks or cases
+    now than the plan holds: one git comparison, made only for such runs. None: the same, or
+    the selection cannot be made now (the stage that cannot make it tells why)."""
+    commit = doc.selection.changed_since_commit
+    if doc.selection.changed_since is None or commit is None:
+        return None
+    now = _plan_now(doc=doc, config=config)
+    if now is None or not now.ok:
+        return None
+    planned = _picked_ids(doc)
+    picked = _picked_ids(now)
+    added = [check_id for check_id in picked if check_id not in planned]
+    gone = [check_id for check_id in planned if check_id not in picked]
+    reasons = []
+    if added:
+        reasons.append(f"--changed-since {commit} now also selects {describe_changes(added)}")
+    if gone:
+        reasons.append(f"--changed-since {commit} no longer selects {describe_changes(gone)}")
+    return "; ".join(reasons) or None
+
+
+def _picked_ids(plan: PlanDoc) -> dict[str, None]:
+    """The ids a plan selected, in its order: the checks it runs and those it lists skipped."""
+    return dict.fromkeys(
+        [*(check.id for check in plan.checks), *(s.check_id for s in plan.skipped)]
+    )
+
+
+def _failure_changed(*, doc: PlanDoc, run_dir: Path) -> str | None:
+    """A failed plan holds no checks to compare, only its problems: validate again (under the
+    selection it applied) and say whether they are gone or are others now, so a fixed row or
+    check file is seen before `eb update`. The same problems keep the plan `failed`."""
+    config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
+    now = _plan_now(doc=doc, config=config)
+    if now is None:
         return None  # it cannot be planned now either: the failure stands
     return problems_now(recorded=doc.errors, now=now.errors, gone="the checks validate now")
 

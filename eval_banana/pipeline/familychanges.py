@@ -182,8 +182,10 @@ def picks_changed(
     """Families some of whose rows the selection left out, whose rows' ids, tags or skip now
     differ from those it picked from: a row it left out may be picked now (it gained the tag
     the run selected) or one it picked be left out. A row's other fields count for nothing
-    here: no selection reads them. `families`: those already expanded (planned ones);
-    `told`: families whose change is told already (a planned row changed, rows added)."""
+    here: only --changed-since reads them, and its selection is made again whole
+    (`definitionchanges._pinned_selection_changed`). `families`: those already expanded
+    (planned ones); `told`: families whose change is told already (a planned row changed,
+    rows added)."""
     changed: dict[str, str] = {}
     for relative, recorded in doc.family_picks.items():
         source = picked_source(relative=relative, config=config)
