@@ -278,9 +278,17 @@ def changed_checks(
     made: dict[tuple[Any, ...], _CheckFiles] = {}
     files = [_shared(made=made, source=source, definition=d, root=root) for source, d in checks]
     rows: list[CaseRows | None] = list(cases) if cases else [None] * len(files)
+    reads: dict[tuple[str, ...], _DatasetReads] = {}  # a family's cases share their files
     for position, case in enumerate(rows):
         if case is not None:
-            files[position] = files[position]._replace(rows=case.files, rows_scope=case.scope)
+            read = reads.get(case.files)
+            if read is None:
+                read = reads[case.files] = _dataset_reads(files=case.files, root=root)
+            files[position] = files[position]._replace(
+                rows=read.paths,
+                rows_scope=case.scope,
+                outside=files[position].outside or read.outside,
+            )
     compared = [f for f in files if f.patterns is not None and not f.outside]
     try:
         # Called even when no check needs a comparison: an unknown REF is always an error.
@@ -319,32 +327,76 @@ def changed_checks(
     for position, case in enumerate(rows):
         if affected[position] or case is None:
             continue
+        read = reads[case.files]
         if case.family not in moved:
-            moved[case.family] = _files_moved(case=case, diff=found.diff)
+            moved[case.family] = _files_moved(case=case, read=read, diff=found.diff)
         if moved[case.family]:
             affected[position] = True
             continue
-        if paths.isdisjoint(case.files):
+        if paths.isdisjoint(read.paths):
             continue
         if case.family not in pasts:
-            pasts[case.family] = _past_cases(case=case, found=found)
+            pasts[case.family] = _past_cases(case=case, read=read, found=found)
         past = pasts[case.family]
         affected[position] = past is None or past.get(checks[position][1]["id"]) != case.digest
     return [position for position, hit in enumerate(affected) if hit]
 
 
-def _files_moved(*, case: CaseRows, diff: StateDiff) -> bool:
+class _DatasetReads(NamedTuple):
+    """A family's dataset files as reading them depends on them (`_read_through`, as an
+    artifact's): each path as written and, when a symbolic link lies on its way (to a folder
+    as well as to the file), the file it leads to."""
+
+    paths: tuple[str, ...]  # root-relative: as written, the links on the way, where they lead
+    behind: Mapping[str, str]  # a file as written -> the file a link on its way leads to
+    links: frozenset[str]  # the links on the way: one retargeted since REF hides its past rows
+    outside: bool  # one leads outside the project root: git cannot say whether it changed
+
+
+def _dataset_reads(*, files: Sequence[str], root: str) -> _DatasetReads:
+    paths: list[str] = []
+    behind: dict[str, str] = {}
+    links: set[str] = set()
+    outside = False
+    for file in files:
+        plain, *led = _read_through(path=os.path.join(root, file), root=root)
+        paths.append(file)
+        outside = outside or plain is None
+        for target in led:
+            if target is None:
+                outside = True
+                continue
+            behind[file] = target
+            links.update(_links_on_the_way(file=file, root=root))
+            paths.append(target)
+    paths.extend(sorted(links))
+    return _DatasetReads(paths=tuple(paths), behind=behind, links=frozenset(links), outside=outside)
+
+
+def _links_on_the_way(*, file: str, root: str) -> list[str]:
+    """The parts of root-relative `file` (its folders and itself) that are symbolic links."""
+    parts = file.split("/")
+    return [
+        part
+        for part in ("/".join(parts[: end + 1]) for end in range(len(parts)))
+        if os.path.islink(os.path.join(root, part))
+    ]
+
+
+def _files_moved(*, case: CaseRows, read: _DatasetReads, diff: StateDiff) -> bool:
     """Whether a dataset file of the family was added or removed since REF (ids by position
     may have moved: every case counts as changed): one it reads now, or a removed one its
     `cases_from` named."""
-    if not set(case.files).isdisjoint((*diff.added, *diff.removed)):
+    if not set(read.paths).isdisjoint((*diff.added, *diff.removed)):
         return True
     return any(case.names(path) for path in diff.removed)
 
 
-def _past_cases(*, case: CaseRows, found: Changes) -> Mapping[str, str] | None:
+def _past_cases(*, case: CaseRows, read: _DatasetReads, found: Changes) -> Mapping[str, str] | None:
     """The family's cases at REF (check id -> digest), expanded from its dataset files as they
     were there (none added or removed since); None when git cannot give one."""
+    if not read.links.isdisjoint(found.diff.paths):
+        return None  # a link on the way retargeted: the file behind it now is no past of it
     contents: dict[str, bytes] = {}
     try:
         for file in case.files:
@@ -355,7 +407,9 @@ def _past_cases(*, case: CaseRows, found: Changes) -> Mapping[str, str] | None:
                     return None  # outside the root: git has no earlier rows of it
                 contents[file] = file_at(repo=found.repo, commit=found.commit, path=behind)
             else:
-                contents[file] = file_at(repo=found.repo, commit=found.commit, path=file)
+                # git holds no file below a link to a folder: the one the link leads to.
+                path = read.behind.get(file, file)
+                contents[file] = file_at(repo=found.repo, commit=found.commit, path=path)
     except (NotARepository, ProjectStateError):
         return None
     return case.past(contents)

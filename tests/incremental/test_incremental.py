@@ -1033,3 +1033,46 @@ def test_a_run_meeting_a_link_another_run_replaces_keeps_that_runs_record(
     assert "could not record" not in stderr, stderr
     assert sorted(_memory(root)["failed"]) == ["bad", "other"]
     assert not turn.exists() and not (tmp_path / "shared").exists()
+
+
+def test_a_dataset_behind_a_link_to_a_folder_selects_the_cases_whose_rows_changed(
+    tmp_path: Path,
+) -> None:
+    """A dataset reached through a link to a folder (`data -> realdata`) is read, as an
+    artifact behind one is, by the file the link leads to: a committed change to a row there
+    selects its case (it selected none: the diff names realdata/, the case data/), the rows at
+    REF read from that file, and a link retargeted since REF selects every case."""
+    family = (
+        "schema_version: 1\nid: fam\ntype: deterministic\ndescription: f\n"
+        "cases_from: data/rows.jsonl\ninputs: []\n"
+        "script: |\n  import json, sys\n"
+        '  assert json.load(open(sys.argv[1]))["case"]["ok"] is True\n'
+    )
+    root = init_repo(
+        tmp_path / "proj",
+        {
+            ".gitignore": ".eval-banana/results/\n.eval-banana/lastfailed.json\n",
+            ".eval-banana/config.toml": "",
+            "eval_checks/fam.yaml": family,
+            "realdata/rows.jsonl": '{"id": "r1", "ok": true}\n{"id": "r2", "ok": true}\n',
+            "otherdata/rows.jsonl": '{"id": "r1", "ok": true}\n{"id": "r2", "ok": true}\n',
+        },
+    )
+    (root / "data").symlink_to("realdata")
+    commit_all(root, "link")
+
+    def selected(*args: str) -> list[str]:
+        made = eb_process(root, "list", "--cases", *args)
+        assert made.returncode == 0, made.stdout + made.stderr
+        return sorted(line.split("\t")[0] for line in made.stdout.splitlines() if "\t" in line)
+
+    write(root, {"realdata/rows.jsonl": '{"id": "r1", "ok": true}\n{"id": "r2", "ok": false}\n'})
+    commit_all(root, "break r2 behind the folder link")
+    assert selected("--changed-since", "HEAD~1") == ["fam[r2]"]
+    made = eb_process(root, "run", "--changed-since", "HEAD~1", "--cache", "off")
+    assert made.returncode == 1, made.stdout + made.stderr
+    assert "fam[r2]: failed" in made.stdout
+    # The link pointed elsewhere: the rows behind it now have no past in REF's realdata/.
+    (root / "data").unlink()
+    (root / "data").symlink_to("otherdata")
+    assert selected("--changed-since", "HEAD") == ["fam[r1]", "fam[r2]"]
