@@ -944,6 +944,24 @@ def test_a_failure_record_that_links_to_no_file_is_replaced_by_the_record(
     assert again.returncode == 1 and "bad" in again.stdout, again.stderr
 
 
+def _run_until_executed(*, root: Path, args: list[str] | None = None) -> subprocess.Popen[str]:
+    """`eb run` started in `root`, once its execute stage is written (its checks have ended)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "eval_banana", "run", *(args or [])],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while not list((root / ".eval-banana" / "results").glob("*/stages/execute.json")):
+        assert time.monotonic() < deadline and process.poll() is None, "no check ran"
+        time.sleep(0.02)
+    return process
+
+
 def test_a_sigterm_ends_a_runs_wait_for_its_turn_at_the_failure_record(
     project: Callable[..., Path],
 ) -> None:
@@ -957,20 +975,8 @@ def test_a_sigterm_ends_a_runs_wait_for_its_turn_at_the_failure_record(
     record.write_text(json.dumps(_record_of_nothing()))
     with open(record, "rb") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
-        process = subprocess.Popen(
-            [sys.executable, "-m", "eval_banana", "run"],
-            cwd=root,
-            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
         # The execute stage is written just before the record's turn is waited for.
-        deadline = time.monotonic() + 30
-        while not list((root / ".eval-banana" / "results").glob("*/stages/execute.json")):
-            assert time.monotonic() < deadline and process.poll() is None, "no check ran"
-            time.sleep(0.02)
+        process = _run_until_executed(root=root)
         time.sleep(0.5)
         assert process.poll() is None  # waiting for the record
         process.send_signal(signal.SIGTERM)
@@ -1007,21 +1013,9 @@ def test_a_run_meeting_a_link_another_run_replaces_keeps_that_runs_record(
     turn.touch()
     with open(turn, "rb") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
-        process = subprocess.Popen(
-            [sys.executable, "-m", "eval_banana", "run", "-k", "bad"],
-            cwd=root,
-            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
         # The run's end comes while the turn is held: it waits for it (or, as before, went on
         # and finished).
-        deadline = time.monotonic() + 30
-        while not list((root / ".eval-banana" / "results").glob("*/stages/execute.json")):
-            assert time.monotonic() < deadline and process.poll() is None, "no check ran"
-            time.sleep(0.02)
+        process = _run_until_executed(root=root, args=["-k", "bad"])
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=3)
         others = {**_record_of_nothing(), "failed": {"other": {"status": "failed", "run_id": "r"}}}

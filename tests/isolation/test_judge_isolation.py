@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.forking import default_sigint
-from tests.isolation.rig import run_checks
+from tests.isolation.rig import run_checks, started_process, wait_until_started
 
 # A judge that rewrites the file it judges and its own check file, deletes another check, and
 # then says all is well. TAMPER_WAIT makes it wait first (for the concurrency tests).
@@ -267,19 +267,9 @@ def test_another_run_writing_eb_s_own_files_is_no_change_of_the_project(
     started, go = tmp_path / "started", tmp_path / "go"
     command = [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root), "--no-html"]
     env = {**os.environ, "STARTED_FILE": str(started), "GO_FILE": str(go)}
-    run_b = subprocess.Popen(
-        [*command, "--check-id", "judge", "--isolation", mode],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    run_b = started_process([*command, "--check-id", "judge", "--isolation", mode], env=env)
     try:
-        deadline = time.monotonic() + 60
-        while not started.exists() and run_b.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert started.exists(), run_b.communicate()
+        wait_until_started(process=run_b, started=started)
         run_a = subprocess.run(
             [*command, "--check-id", "failing", "--output-dir", str(tmp_path / "out-a")],
             env=env,

@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 
 from tests.gitrepo import init_repo
+from tests.isolation.rig import started_process, wait_until_started
 
 # A judge that passes; told WAIT_FOR_GO, it first says it started and waits for GO.
 AGENT = """\
 import os, sys, time
 from pathlib import Path
 
-import pytest
 if "WAIT_FOR_GO" in " ".join(sys.argv):
     Path(os.environ["STARTED_FILE"]).write_text("judging")
     deadline = time.time() + 60
@@ -72,19 +72,10 @@ def _side_by_side(
     started, go = tmp_path / "started", tmp_path / "go"
     environ = {**os.environ, **(env or {}), "STARTED_FILE": str(started), "GO_FILE": str(go)}
     second_err = tmp_path / "second.err"
-    running = subprocess.Popen(
-        [*EB, *first],
-        env=environ,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    running = started_process([*EB, *first], env=environ)
     try:
+        wait_until_started(process=running, started=started)
         deadline = time.monotonic() + 60
-        while not started.exists() and running.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert started.exists(), running.communicate()
         with second_err.open("w") as err:
             beside = subprocess.Popen(
                 [*EB, *second],

@@ -12,14 +12,13 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.gitrepo import git
-from tests.isolation.rig import run_checks
+from tests.isolation.rig import run_checks, started_process, wait_until_started
 
 BUGGY = "def add(a, b):\n    return a - b\n"
 RECORD = ".eval-banana/written.json"
@@ -225,19 +224,9 @@ def test_a_run_ending_beside_another_run_s_checks_notes_nothing(tmp_path: Path) 
     started, go = tmp_path / "started", tmp_path / "go"
     command = [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root), "--no-html"]
     env = {**os.environ, "STARTED_FILE": str(started), "GO_FILE": str(go)}
-    run_b = subprocess.Popen(
-        [*command, "--check-id", "judge_add"],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    run_b = started_process([*command, "--check-id", "judge_add"], env=env)
     try:
-        deadline = time.monotonic() + 60
-        while not started.exists() and run_b.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert started.exists(), run_b.communicate()
+        wait_until_started(process=run_b, started=started)
         run_a = subprocess.run(
             [*command, "--check-id", "quick", "--output-dir", str(tmp_path / "out-a")]
             + ["--junit-xml", str(root / "reports" / "a-junit.xml")],
