@@ -142,12 +142,7 @@ def test_an_interrupt_while_uploading_to_a_slow_shared_cache_stops_at_once_and_f
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
-    def uploading() -> None:
-        deadline = time.monotonic() + 30
-        while not any(method == "PUT" for method, _, _ in server.requests):
-            assert time.monotonic() < deadline, "eb never uploaded a verdict"
-            assert run.poll() is None, run.communicate()
-            time.sleep(0.02)
+    uploading = _until_a_put(server=server, run=run)
 
     stdout, stderr, took = _stopped_once(run, ready=uploading, signum=signum)
     assert run.returncode == 3, stdout.decode() + stderr.decode()
@@ -199,12 +194,7 @@ def test_a_run_aborted_after_its_last_check_is_stale_and_eb_update_records_it_wh
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
-    def uploading() -> None:
-        deadline = time.monotonic() + 30
-        while not any(method == "PUT" for method, _, _ in server.requests):
-            assert time.monotonic() < deadline, "eb never uploaded a verdict"
-            assert run.poll() is None, run.communicate()
-            time.sleep(0.02)
+    uploading = _until_a_put(server=server, run=run)
 
     _stopped_once(run, ready=uploading, signum=signal.SIGINT)
     assert run.returncode == 3
@@ -225,3 +215,16 @@ def test_a_run_aborted_after_its_last_check_is_stale_and_eb_update_records_it_wh
     report = json.loads((run_dir / "report.json").read_text())
     assert (report["aborted_by"], report["run_passed"], report["passed_checks"]) == (None, True, 2)
     assert _eb_now(project.root, "status", remote=server.url).returncode == 0
+
+
+def _until_a_put(*, server: Hostile, run: subprocess.Popen[bytes]) -> Callable[[], None]:
+    """Waits until `run` has sent the shared cache its first upload (it must still run)."""
+
+    def uploading() -> None:
+        deadline = time.monotonic() + 30
+        while not any(method == "PUT" for method, _, _ in server.requests):
+            assert time.monotonic() < deadline, "eb never uploaded a verdict"
+            assert run.poll() is None, run.communicate()
+            time.sleep(0.02)
+
+    return uploading
