@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import marshal
 import os
 import shutil
 import sys
 import tempfile
+import types
 from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -33,6 +35,7 @@ logger = Logger("eval_banana.runners.deterministic")
 
 INLINE_NAME = "inline_check.py"
 REFERENCED_NAME = "referenced_check.py"
+CODE_NAME = "check_code.marshal"  # the script's code object, so the launcher need not compile it
 CONTEXT_NAME = "context.json"
 EXIT_NOTE_NAME = "exit_code.txt"  # written by the launcher when the script's sys.exit failed
 
@@ -76,9 +79,11 @@ def _materialize(*, ctx: RunContext, tmp: Path, context_path: Path) -> list[str]
         inline = tmp / INLINE_NAME
         _write_own(path=inline, content=str(script))
         _refuse_blank(source=str(script), shown="the inline script")
-        _refuse_uncompilable(source=str(script), logical=str(inline), shown="the inline script")
+        code = _compiled(source=str(script), logical=str(inline), shown="the inline script")
         # Through the launcher too, so that its sys.exit(256) cannot read as a pass.
-        return _launcher(tmp=tmp, logical=str(inline), snapshot=inline, context_path=context_path)
+        return _launcher(
+            tmp=tmp, logical=str(inline), snapshot=inline, code=code, context_path=context_path
+        )
     if check.script_unavailable:
         raise _LaunchError(check.script_unavailable)
     if not check.snapshot or not check.script_path:
@@ -97,17 +102,28 @@ def _materialize(*, ctx: RunContext, tmp: Path, context_path: Path) -> list[str]
         ) from None
     _write_own(path=referenced, content=frozen)
     _refuse_blank(source=frozen, shown=check.script_path)
-    _refuse_uncompilable(source=frozen, logical=check.script_path, shown=check.script_path)
+    code = _compiled(source=frozen, logical=check.script_path, shown=check.script_path)
     return _launcher(
-        tmp=tmp, logical=check.script_path, snapshot=referenced, context_path=context_path
+        tmp=tmp,
+        logical=check.script_path,
+        snapshot=referenced,
+        code=code,
+        context_path=context_path,
     )
 
 
-def _launcher(*, tmp: Path, logical: str, snapshot: Path, context_path: Path) -> list[str]:
+def _launcher(
+    *, tmp: Path, logical: str, snapshot: Path, code: types.CodeType, context_path: Path
+) -> list[str]:
+    # The script runs under sys.executable, the interpreter that compiled it, so the
+    # marshalled code object is one it reads.
+    code_path = tmp / CODE_NAME
+    _write_own(path=code_path, content=marshal.dumps(code))
     return launcher_argv(
         python=sys.executable,
         logical_path=logical,
         snapshot_path=str(snapshot),
+        code_path=str(code_path),
         context_path=str(context_path),
         exit_note_path=str(tmp / EXIT_NOTE_NAME),
     )
@@ -148,14 +164,16 @@ def _refuse_blank(*, source: str | bytes, shown: str) -> None:
         )
 
 
-def _refuse_uncompilable(*, source: str | bytes, logical: str, shown: str) -> None:
-    """A script that cannot be compiled says nothing about what it checks: an error, not a fail.
+def _compiled(*, source: str | bytes, logical: str, shown: str) -> types.CodeType:
+    """The script's code, which the launcher runs; one that cannot be compiled says nothing
+    about what it checks: an error, not a fail.
 
-    Compiled here with the interpreter the script would run under (microseconds), so a syntax
+    Compiled here with the interpreter the script runs under (microseconds), so a syntax
     error never counts as a failure, which would let a control check (expect: fail) pass.
+    Never optimised, whatever eb runs with: asserts are how many checks fail.
     """
     try:
-        compile(source, logical, "exec", dont_inherit=True)
+        return compile(source, logical, "exec", dont_inherit=True, optimize=0)
     except SyntaxError as exc:
         where = f" (line {exc.lineno} of {shown})" if exc.lineno else f" ({shown})"
         raise _LaunchError(
@@ -210,7 +228,7 @@ def _launch(*, ctx: RunContext, evidence: Path) -> _Ending:
 def _remove_private_dir(tmp: Path) -> None:
     """Remove the files eb put in the temp dir, then the dir; anything else: rmtree."""
     # A few syscalls instead of rmtree's walk: measurable over hundreds of trivial checks.
-    for name in (INLINE_NAME, REFERENCED_NAME, CONTEXT_NAME, EXIT_NOTE_NAME):
+    for name in (INLINE_NAME, REFERENCED_NAME, CODE_NAME, CONTEXT_NAME, EXIT_NOTE_NAME):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp / name)
     try:

@@ -1,9 +1,17 @@
 """The `python -c` launcher that runs a frozen script as if it were the original file.
 
-argv after `-c`: `<logical path> <snapshot path> <context path> <exit note path>`. The snapshot
-bytes are compiled under the logical path, so tracebacks, `__file__`, `sys.argv[0]` and sibling
-imports all behave as if the original file had been run directly, while the live file is never
-read again. Inline scripts run through it too, with their temporary file as both paths.
+argv after `-c`: `<logical path> <snapshot path> <code path> <context path> <exit note path>`.
+The snapshot bytes are compiled under the logical path, so tracebacks, `__file__`, `sys.argv[0]`
+and sibling imports all behave as if the original file had been run directly, while the live
+file is never read again. Inline scripts run through it too, with their temporary file as both
+paths.
+
+eb has already compiled the snapshot (to refuse one that does not compile) and leaves the code
+object at the code path, marshalled, so the launcher does not call `compile()`: its first call
+in a process builds the `ast` node types, about a millisecond of every check's process, which
+made 200 trivial checks cost 7 % more than running their files directly. That code is compiled
+without optimisation; an interpreter told to optimise (`PYTHONOPTIMIZE`) compiles the snapshot
+itself, so it strips the asserts the file would lose when run directly, and no others.
 
 A script that ends with a failing `sys.exit` leaves the exit note, where the runner reads how
 it ended: the code it asked for, or `EXIT_MESSAGE_NOTE` for a message. Then no traceback was its
@@ -22,29 +30,39 @@ EXIT_MESSAGE_NOTE = "message"
 _LONGEST_EXIT_CODE = 2**63
 
 LAUNCHER_SOURCE = f"""\
-import builtins as _b, importlib.machinery as _m, os as _o, sys as _s, types as _t
+import builtins as _b, marshal as _ms, os as _o, sys as _s
 def _launch():
-    logical, snapshot, context, exit_note = _s.argv[1:5]
-    with open(snapshot, "rb") as handle:
-        source = handle.read()
-    code = compile(source, logical, "exec", dont_inherit=True)
+    logical, snapshot, compiled, context, exit_note = _s.argv[1:6]
+    if _s.flags.optimize:
+        with open(snapshot, "rb") as handle:
+            code = compile(handle.read(), logical, "exec", dont_inherit=True)
+    else:
+        with open(compiled, "rb") as handle:
+            code = _ms.loads(handle.read())
     _s.argv[:] = [logical, context]
     folder = _o.path.dirname(logical)
     if _s.flags.safe_path or not _s.path:
         _s.path.insert(0, folder)
     else:
         _s.path[0] = folder
-    module = _t.ModuleType("__main__")
+    module = type(_s)("__main__")
     module.__file__ = logical
-    module.__loader__ = _m.SourceFileLoader("__main__", logical)
+    module.__loader__ = _loader_type()("__main__", logical)
     module.__package__ = None
     module.__spec__ = None
     module.__cached__ = None
     module.__builtins__ = _b
     _s.modules["__main__"] = module
     return code, module.__dict__, exit_note
+def _loader_type():
+    # Where importlib.machinery takes it from, without importing importlib.machinery.
+    bootstrap = _s.modules.get("_frozen_importlib_external")
+    if bootstrap is not None and hasattr(bootstrap, "SourceFileLoader"):
+        return bootstrap.SourceFileLoader
+    import importlib.machinery
+    return importlib.machinery.SourceFileLoader
 _code, _namespace, _exit_note = _launch()
-del _launch
+del _launch, _loader_type
 try:
     exec(_code, _namespace)
 except SystemExit as _stop:
@@ -69,7 +87,13 @@ def folds_to_zero(code: int) -> bool:
 
 
 def launcher_argv(
-    *, python: str, logical_path: str, snapshot_path: str, context_path: str, exit_note_path: str
+    *,
+    python: str,
+    logical_path: str,
+    snapshot_path: str,
+    code_path: str,
+    context_path: str,
+    exit_note_path: str,
 ) -> list[str]:
     """The full command line for a script, run as if `logical_path` had been run directly."""
     return [
@@ -78,6 +102,7 @@ def launcher_argv(
         LAUNCHER_SOURCE,
         logical_path,
         snapshot_path,
+        code_path,
         context_path,
         exit_note_path,
     ]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import textwrap
 import threading
 import time
@@ -311,6 +313,66 @@ def test_referenced_traceback_names_the_original_path(root: Path, run_dir: Path)
     assert result.status == "failed"
     assert f'File "{script}", line 2' in result.stderr
     assert "ValueError: bad value" in result.stderr
+
+
+ASSERTING_SCRIPT = "import sys\nprint('optimize', sys.flags.optimize)\nassert 1 == 2, 'the rule'\n"
+
+
+@pytest.mark.parametrize("form", ["inline", "script_path"])
+def test_an_optimising_eb_still_runs_the_scripts_asserts(tmp_path: Path, form: str) -> None:
+    # eb compiles each script before the launcher runs it; were that compile to take eb's own
+    # `python -O`, a check whose rule is an assert would pass without running it.
+    project = tmp_path / "project"
+    folder = project / "eval_checks"
+    folder.mkdir(parents=True)
+    if form == "inline":
+        body = "script: |\n" + textwrap.indent(ASSERTING_SCRIPT, "  ")
+    else:
+        (folder / "rule.py").write_text(ASSERTING_SCRIPT)
+        body = "script_path: rule.py\n"
+    (folder / "rule.yaml").write_text(
+        f"schema_version: 1\nid: rule\ntype: deterministic\ndescription: an assert\n{body}"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONOPTIMIZE"}
+    done = subprocess.run(
+        [sys.executable, "-O", "-m", "eval_banana", "run", "--output-dir", str(tmp_path / "out")],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    (report,) = (tmp_path / "out").glob("*/report.json")
+    (result,) = json.loads(report.read_text())["checks"]
+    assert (result["status"], result["exit_code"]) == ("failed", 1)
+    assert "AssertionError: the rule" in result["stderr"]
+    assert "optimize 0" in result["stdout"]
+
+
+def test_a_script_told_to_optimise_runs_as_its_file_would(root: Path, run_dir: Path) -> None:
+    # PYTHONOPTIMIZE in the check's environment strips asserts when the file is run directly;
+    # the launcher then compiles the frozen bytes itself rather than run eb's unoptimised code.
+    script = root / "eval_checks" / "rule.py"
+    script.write_text(ASSERTING_SCRIPT)
+    direct = subprocess.run(
+        [sys.executable, str(script)],
+        env={**os.environ, "PYTHONOPTIMIZE": "1"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (direct.returncode, direct.stdout) == (0, "optimize 1\n")
+    for check in (
+        inline(root, ASSERTING_SCRIPT),
+        planned_referenced(id="ref", script_file=script, project_root=root, run_dir=run_dir),
+    ):
+        result = run(
+            check=check, root=root, run_dir=run_dir, env={**os.environ, "PYTHONOPTIMIZE": "1"}
+        )
+        assert (result.status, result.stdout) == ("passed", "optimize 1\n"), result.stderr
 
 
 @pytest.mark.parametrize("count", [1999, 2000, 2001])
