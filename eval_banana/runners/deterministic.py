@@ -9,7 +9,9 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import types
+import warnings
 from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -38,6 +40,10 @@ REFERENCED_NAME = "referenced_check.py"
 CODE_NAME = "check_code.marshal"  # the script's code object, so the launcher need not compile it
 CONTEXT_NAME = "context.json"
 EXIT_NOTE_NAME = "exit_code.txt"  # written by the launcher when the script's sys.exit failed
+
+
+# catch_warnings swaps the warnings module's global state: one compile at a time holds it.
+_COMPILING = threading.Lock()
 
 
 class _LaunchError(Exception):
@@ -79,7 +85,10 @@ def _materialize(*, ctx: RunContext, tmp: Path, context_path: Path) -> list[str]
         inline = tmp / INLINE_NAME
         _write_own(path=inline, content=str(script))
         _refuse_blank(source=str(script), shown="the inline script")
-        code = _compiled(source=str(script), logical=str(inline), shown="the inline script")
+        # The bytes the file holds, as running it would read them (a coding line applies).
+        code = _compiled(
+            source=str(script).encode("utf-8"), logical=str(inline), shown="the inline script"
+        )
         # Through the launcher too, so that its sys.exit(256) cannot read as a pass.
         return _launcher(
             tmp=tmp, logical=str(inline), snapshot=inline, code=code, context_path=context_path
@@ -102,28 +111,44 @@ def _materialize(*, ctx: RunContext, tmp: Path, context_path: Path) -> list[str]
         ) from None
     _write_own(path=referenced, content=frozen)
     _refuse_blank(source=frozen, shown=check.script_path)
-    code = _compiled(source=frozen, logical=check.script_path, shown=check.script_path)
+    logical = _seen_script_path(ctx=ctx, script_path=check.script_path)
+    code = _compiled(source=frozen, logical=logical, shown=check.script_path)
     return _launcher(
         tmp=tmp,
-        logical=check.script_path,
+        logical=logical,
         snapshot=referenced,
         code=code,
         context_path=context_path,
     )
 
 
+def _seen_script_path(*, ctx: RunContext, script_path: str) -> str:
+    """The script's path where the check's process sees the project: in a disposable copy,
+    the copy's file, so `__file__`, `sys.path[0]` and sibling imports stay inside the copy and
+    a script that writes beside itself writes into the copy, not the project."""
+    if ctx.view is None:
+        return script_path
+    try:
+        inside = Path(script_path).relative_to(ctx.project_root)
+    except ValueError:  # a script outside the project is the same file from the copy
+        return script_path
+    return str(ctx.view.path / inside)
+
+
 def _launcher(
-    *, tmp: Path, logical: str, snapshot: Path, code: types.CodeType, context_path: Path
+    *, tmp: Path, logical: str, snapshot: Path, code: types.CodeType | None, context_path: Path
 ) -> list[str]:
     # The script runs under sys.executable, the interpreter that compiled it, so the
-    # marshalled code object is one it reads.
-    code_path = tmp / CODE_NAME
-    _write_own(path=code_path, content=marshal.dumps(code))
+    # marshalled code object is one it reads. No code: the launcher compiles the snapshot.
+    code_path = ""
+    if code is not None:
+        code_path = str(tmp / CODE_NAME)
+        _write_own(path=Path(code_path), content=marshal.dumps(code))
     return launcher_argv(
         python=sys.executable,
         logical_path=logical,
         snapshot_path=str(snapshot),
-        code_path=str(code_path),
+        code_path=code_path,
         context_path=str(context_path),
         exit_note_path=str(tmp / EXIT_NOTE_NAME),
     )
@@ -164,16 +189,21 @@ def _refuse_blank(*, source: str | bytes, shown: str) -> None:
         )
 
 
-def _compiled(*, source: str | bytes, logical: str, shown: str) -> types.CodeType:
-    """The script's code, which the launcher runs; one that cannot be compiled says nothing
-    about what it checks: an error, not a fail.
+def _compiled(*, source: str | bytes, logical: str, shown: str) -> types.CodeType | None:
+    """The script's code for the launcher to run, or None when compiling it warned.
 
+    A script that cannot be compiled says nothing about what it checks: an error, not a fail.
     Compiled here with the interpreter the script runs under (microseconds), so a syntax
     error never counts as a failure, which would let a control check (expect: fail) pass.
-    Never optimised, whatever eb runs with: asserts are how many checks fail.
+    Never optimised, whatever eb or the check's environment says: asserts are how many checks
+    fail. A compile-time warning (`assert (x, "why")`, which can never fail) belongs on the
+    check's stderr under the check's own warning filters, so such a script is compiled again
+    by the launcher, in the check's process, and this code is not handed on.
     """
     try:
-        return compile(source, logical, "exec", dont_inherit=True, optimize=0)
+        with _COMPILING, warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always")
+            code = compile(source, logical, "exec", dont_inherit=True, optimize=0)
     except SyntaxError as exc:
         where = f" (line {exc.lineno} of {shown})" if exc.lineno else f" ({shown})"
         raise _LaunchError(
@@ -181,6 +211,7 @@ def _compiled(*, source: str | bytes, logical: str, shown: str) -> types.CodeTyp
         ) from None
     except ValueError as exc:  # e.g. a NUL byte in the source
         raise _LaunchError(f"Deterministic script does not compile: {exc} ({shown})") from None
+    return None if warned else code
 
 
 def _write_own(*, path: Path, content: str | bytes) -> None:

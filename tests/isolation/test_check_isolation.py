@@ -82,3 +82,34 @@ def test_a_file_saved_unchanged_is_no_change_under_either_mode(tmp_path: Path, m
     check = _run(changed, "--execution-isolation", mode)
     assert check["status"] == "error", check
     assert check["details"]["isolation"]["changed"] == ["eval_checks/gen.yaml", "src/app.py"]
+
+
+def test_a_script_path_check_in_a_copy_sees_itself_in_the_copy(tmp_path: Path) -> None:
+    # `__file__` is where the script is in the project the check sees: a script that writes
+    # beside itself writes into the copy (and is told as changing it), never the project.
+    root = _project(tmp_path / "proj", script="pass\n")
+    (root / "eval_checks" / "helper_mod.py").write_text("PLACE = __file__\n")
+    (root / "eval_checks" / "beside.py").write_text(
+        "import json, os, sys\n"
+        "import helper_mod\n"
+        "out = json.load(open(sys.argv[1]))\n"
+        "seen = {'file': __file__, 'path0': sys.path[0], 'sibling': helper_mod.PLACE,\n"
+        "        'root': out['project_root']}\n"
+        "open(os.path.join(out['output_dir'], 'seen.json'), 'w').write(json.dumps(seen))\n"
+        "open(os.path.join(os.path.dirname(__file__), 'scratch.txt'), 'w').write('x')\n"
+    )
+    (root / "eval_checks" / "gen.yaml").write_text(
+        "schema_version: 1\nid: gen\ntype: deterministic\ndescription: g.\n"
+        "script_path: beside.py\n"
+    )
+    check = _run(root, "--execution-isolation", "copy")
+    assert not (root / "eval_checks" / "scratch.txt").exists()
+    assert check["status"] == "error", check
+    assert "eval_checks/scratch.txt" in check["error_detail"]
+    (seen_file,) = (root / "runs").glob("*/checks/*/seen.json")
+    seen = json.loads(seen_file.read_text())
+    copy = Path(seen["root"])
+    assert copy != root
+    assert seen["file"] == str(copy / "eval_checks" / "beside.py")
+    assert seen["path0"] == str(copy / "eval_checks")
+    assert seen["sibling"] == str(copy / "eval_checks" / "helper_mod.py")

@@ -352,9 +352,11 @@ def test_an_optimising_eb_still_runs_the_scripts_asserts(tmp_path: Path, form: s
     assert "optimize 0" in result["stdout"]
 
 
-def test_a_script_told_to_optimise_runs_as_its_file_would(root: Path, run_dir: Path) -> None:
-    # PYTHONOPTIMIZE in the check's environment strips asserts when the file is run directly;
-    # the launcher then compiles the frozen bytes itself rather than run eb's unoptimised code.
+def test_asserts_run_even_when_the_check_s_environment_says_optimise(
+    root: Path, run_dir: Path
+) -> None:
+    # Run directly under PYTHONOPTIMIZE the file drops its asserts and passes; a check whose
+    # rule is an assert must not pass unexamined (nor leave that pass in the verdict cache).
     script = root / "eval_checks" / "rule.py"
     script.write_text(ASSERTING_SCRIPT)
     direct = subprocess.run(
@@ -372,7 +374,41 @@ def test_a_script_told_to_optimise_runs_as_its_file_would(root: Path, run_dir: P
         result = run(
             check=check, root=root, run_dir=run_dir, env={**os.environ, "PYTHONOPTIMIZE": "1"}
         )
-        assert (result.status, result.stdout) == ("passed", "optimize 1\n"), result.stderr
+        assert (result.status, result.exit_code) == ("failed", 1), result.stderr
+        assert "AssertionError: the rule" in result.stderr
+
+
+def test_an_inline_script_s_coding_line_applies_as_it_would_to_its_file(
+    root: Path, run_dir: Path
+) -> None:
+    # The inline script is the UTF-8 file eb writes; its coding line says how that file reads.
+    latin = "# -*- coding: latin-1 -*-\nprint('caf\u00e9')\n"
+    result = run(check=inline(root, latin), root=root, run_dir=run_dir)
+    assert (result.status, result.stdout) == ("passed", "caf\u00c3\u00a9\n"), result.stderr
+    # A control check whose file cannot be read as its coding line says is an error, never a
+    # failure that would count as the defect caught.
+    ascii_only = "# coding: ascii\nassert 'caf\u00e9' == 'cafe'\n"
+    result = run(check=inline(root, ascii_only), root=root, run_dir=run_dir)
+    assert result.status == "error", result
+    assert "does not compile" in (result.error_detail or "")
+
+
+@pytest.mark.parametrize("form", ["inline", "script_path"])
+def test_a_compile_time_warning_is_on_the_check_s_stderr(
+    root: Path, run_dir: Path, form: str
+) -> None:
+    # `assert (x, "why")` can never fail: Python's warning that says so is the check's evidence.
+    source = "total = 4\nassert (total == 5, 'total is wrong')\n"
+    if form == "inline":
+        check = inline(root, source)
+    else:
+        script = root / "eval_checks" / "total.py"
+        script.write_text(source)
+        check = planned_referenced(id="c1", script_file=script, project_root=root, run_dir=run_dir)
+    result = run(check=check, root=root, run_dir=run_dir)
+    assert result.status == "passed"
+    assert "SyntaxWarning: assertion is always true" in result.stderr, result
+    assert ":2: SyntaxWarning" in result.stderr
 
 
 @pytest.mark.parametrize("count", [1999, 2000, 2001])
