@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Literal, NamedTuple, Protocol
 
 from eval_banana.core.lookalike import Reveal, alike_note, json_quoted, reveal_for
-from eval_banana.core.yamlsafe import YAML12_EXPONENT_NUMBER, plain_yaml_reading
+from eval_banana.core.yamlsafe import YAML12_EXPONENT_NUMBER
 
 MAX_PATTERN_CHARS = 200
 MAX_MATCH_INPUT_BYTES = 100 * 1024
@@ -182,8 +182,9 @@ class ExpectedFrom(NamedTuple):
 
     format: Literal["check file", "csv", "json", "yaml"]
     field: str | None = None
-    # Where the check file writes the value, or a part of it, as a plain YAML 1.1 boolean word
-    # (`NO`): its path relative to the value ("" for the whole) -> the word. None: not known.
+    # Where the check file writes the value, or a part of it, as a plain scalar YAML 1.1 read as
+    # no text (`NO`, `01234`, `~`): its path relative to the value ("" for the whole) -> the
+    # scalar as written. None: not known (a plan by an eb that did not record it).
     plain_words: Mapping[str, str] | None = None
 
 
@@ -489,47 +490,50 @@ def _plain_in_check_file(
     *, found: Any, value: Any, expected_from: ExpectedFrom | None, trail: tuple[Any, ...] = ()
 ) -> str:
     """Why `value: NO` is not "NO": written plain in the check file, it was read by YAML 1.1 as
-    another type (`false`, the octal `01234` as 668). `trail`: where in the value they differ.
-    A boolean is told from the plan's record of the words the file writes, whatever text the
-    artifact holds; without that record, and for numbers and null, from the artifact's text."""
+    another type (`false`, the octal `01234` as 668, `~` as null). `trail`: where in the value
+    they differ. Told from the plan's record of what the file writes there, whatever text the
+    artifact holds; never from that text alone (`value: 668` against "01234" wrote no 01234)."""
     if not isinstance(found, str) or isinstance(value, str):
         return ""
-    if expected_from is not None and expected_from.format != "check file":
-        return ""
-    words = expected_from.plain_words if expected_from is not None else None
-    if isinstance(value, bool) and words is not None:
-        word = words.get(trail_text(trail=trail, bounded=False))
-        return "" if word is None else _quote_it(value=value, written=word)
-    reading = plain_yaml_reading(text=found)
-    if reading is None or not json_equal(left=reading.value, right=value):
-        return ""
-    if found == json.dumps(value, allow_nan=True):
-        return ""  # written as JSON writes it: `value: 1` meant the number
-    return _quote_it(value=value, written=found)
+    written = _written_at(expected_from=expected_from, trail=trail)
+    return "" if written is None else _quote_it(value=value, written=written)
+
+
+def _written_at(*, expected_from: ExpectedFrom | None, trail: tuple[Any, ...]) -> str | None:
+    """What the check file writes at `trail` in the value, when YAML 1.1 read it as another
+    value than that text (the plan's record); None when it wrote nothing so, or it is unknown."""
+    if expected_from is None or expected_from.format != "check file":
+        return None
+    written = expected_from.plain_words
+    return None if written is None else written.get(trail_text(trail=trail, bounded=False))
 
 
 def _quote_it(*, value: Any, written: str) -> str:
-    as_json = json.dumps(value, allow_nan=True)
+    """The fix for `written`, a plain scalar in the check file that YAML 1.1 read as `value`."""
+    if written:
+        what, fix = f"a plain {written}", f'quote it there ("{written}") to expect the text'
+    else:  # `value:` with nothing after it
+        what, fix = "a value left empty", "write the text there, quoted, to expect it"
     return (
         f"; the expected value is {describe(value=value)}, not text: YAML 1.1, which eb's reader "
-        f"follows, reads a plain {written} in a check file as {as_json}, so quote it "
-        f'there ("{written}") to expect the text'
+        f"follows, reads {what} in a check file as {json.dumps(value, allow_nan=True)}, so {fix}"
     )
 
 
 def _word_among_text(*, found: Any, value: Any, expected_from: ExpectedFrom | None) -> str:
-    """`_plain_in_check_file` for `contains`: its boolean `value` written as a plain word, where
-    the value found holds text (a string, an array with a string, an object's keys)."""
-    if not isinstance(value, bool) or expected_from is None or expected_from.plain_words is None:
+    """`_plain_in_check_file` for `contains`: its value written plain and read as no text (a
+    boolean, a number, null), where the value found holds text (a string, an array with a
+    string, an object's keys)."""
+    if isinstance(value, str):
         return ""
+    written = _written_at(expected_from=expected_from, trail=())
     kind = json_kind(value=found)
     holds_text = kind in ("string", "object") or (
         kind == "array" and any(isinstance(element, str) for element in found)
     )
-    word = expected_from.plain_words.get("")
-    if not holds_text or word is None or expected_from.format != "check file":
+    if not holds_text or written is None:
         return ""
-    return _quote_it(value=value, written=word)
+    return _quote_it(value=value, written=written)
 
 
 def contains_holds(*, found: Any, value: Any) -> bool:

@@ -1,14 +1,20 @@
-"""Where a check file writes a plain `yes`, `no`, `on` or `off` in an assertion's value.
+"""Where a check file writes a plain scalar in an assertion's value that YAML 1.1 reads as no
+text, spelled otherwise than eb shows the value it became.
 
-YAML 1.1, which eb's reader follows, reads these words (any case) as booleans, so `value: NO`
-expects `false`. Once loaded, `false` no longer tells whether the file wrote `false` (a boolean
-meant) or `NO` (text meant, most likely a country code or an answer): only the source does. The
-plan records where each such word is, so a reason can tell the fix (quote it) exactly where it
-applies, whatever the artifact holds, and nowhere else.
+YAML 1.1, which eb's reader follows, reads a plain `yes`, `no`, `on` or `off` (any case) as a
+boolean, `01234` as the octal number 668, `0x1F`, `1_000`, `1:30` or `+1` as numbers, and `~`,
+`Null` or nothing at all as null. Once loaded, `false` no longer tells whether the file wrote
+`false` (a boolean meant) or `NO` (text meant, most likely a country code), nor 668 whether it
+wrote `668` or a zero-padded `01234`: only the source does. The plan records where each such
+spelling is, so a reason can tell the fix (quote it) exactly where it applies, naming what the
+file wrote, whatever the artifact holds there, and nowhere else. A value written as JSON writes
+it (`false`, `668`, `1.5`, `null`) is meant as written, and `true` and `false` in another case
+(`True`) are booleans to YAML 1.2 and to every reader alike: neither is recorded.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -21,51 +27,113 @@ from eval_banana.models.stages import PlainWord
 # in any case, are booleans to all of them, so they are written as meant).
 _YAML11_ONLY_WORDS = frozenset(("yes", "no", "on", "off"))
 _ANY_WORD = re.compile(r"(?<![\w])(?:yes|no|on|off)(?![\w])", re.IGNORECASE)
+# A run of what a plain number may span in the text, from its first digit: digits, letters
+# (hexadecimal, `0x`, `0b`, an exponent's `e`), `_`, `:` (base 60), dots and signs. A number
+# YAML reads is one such run, whole, but for a sign or a dot before its first digit. (The scan
+# starts at a digit, not at an optional sign: Python's regular expressions find a pattern that
+# starts with one set of characters several times faster.)
+_DIGIT_RUN = re.compile(r"[0-9][0-9A-Za-z_:.+-]*")
+_JSON_INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
+# The operators whose reasons tell the fix: only their values are recorded.
+_TOLD_FOR = frozenset(("equals", "contains"))
 _BOOL_TAG = "tag:yaml.org,2002:bool"
 _STR_TAG = "tag:yaml.org,2002:str"
+_NUMBER_OR_NULL_TAGS = frozenset(
+    ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:null")
+)
 # How many nodes of the assertions' values are looked at: a check file's values are a few
 # dozen; aliases could make many more places of few nodes, and past this none are recorded.
 _MOST_NODES = 10_000
 
 
 def plain_words(*, data: bytes, definition: dict[str, Any]) -> list[PlainWord] | None:
-    """Each place in an assertions check's values where the file writes a plain YAML 1.1
-    boolean word; None for a check of another type. Only a file whose values hold a boolean
-    and whose text holds such a word is parsed again, for its nodes."""
+    """Each place in an assertions check's values where the file writes a plain scalar that
+    YAML 1.1 reads as a boolean, a number or null, spelled otherwise than JSON writes that
+    value; None for a check of another type. Only a file whose values hold such a value, and
+    whose text may write one so, is parsed again, for its nodes."""
     assertions = definition.get("assert")
     if definition.get("type") != "assertions" or not isinstance(assertions, list):
         return None
-    if not any(_holds_a_boolean(value=item.get("value")) for item in assertions):
-        return []
+    told = [
+        isinstance(item, dict) and item.get("op") in _TOLD_FOR and "value" in item
+        for item in assertions
+    ]
+    values = [item["value"] for item, is_told in zip(assertions, told, strict=True) if is_told]
     text = data.decode("utf-8", errors="replace")
-    if _ANY_WORD.search(text) is None:
+    if not _may_write_otherwise(text=text, kinds=_kinds_held(values=values)):
         return []
+    loader = StrictLoader(text)
     try:
-        root = yaml.compose(text, Loader=StrictLoader)
+        root = loader.get_single_node()
+        nodes = _value_nodes(root=root)
+        if nodes is None:
+            return []
+        words: list[PlainWord] = []
+        budget = [_MOST_NODES]
+        for index, node in enumerate(nodes):
+            if node is not None and index < len(told) and told[index]:
+                words.extend(_words_in(node=node, assertion=index, budget=budget, loader=loader))
+        return words
     except yaml.YAMLError:
         return []  # it loaded once already; a loader that disagrees now records nothing
-    values = _value_nodes(root=root)
-    if values is None:
-        return []
-    words: list[PlainWord] = []
-    budget = [_MOST_NODES]
-    for index, node in enumerate(values):
-        if node is not None:
-            words.extend(_words_in(node=node, assertion=index, budget=budget))
-    return words
+    finally:
+        loader.dispose()
 
 
-def _holds_a_boolean(*, value: Any) -> bool:
-    pending = [value]
-    while pending:
+def _kinds_held(*, values: list[Any]) -> set[str]:
+    """Which of a boolean, a number and null the values hold, anywhere in them."""
+    kinds: set[str] = set()
+    pending = list(values)
+    while pending and len(kinds) < 3:
         item = pending.pop()
         if isinstance(item, bool):
-            return True
-        if isinstance(item, list):
+            kinds.add("boolean")
+        elif item is None:
+            kinds.add("null")
+        elif isinstance(item, int | float):
+            kinds.add("number")
+        elif isinstance(item, list):
             pending.extend(item)
         elif isinstance(item, dict):
             pending.extend(item.values())
+    return kinds
+
+
+def _may_write_otherwise(*, text: str, kinds: set[str]) -> bool:
+    """Whether `text` may write one of the values of `kinds` otherwise than JSON writes it;
+    False only when it cannot. Null is rare in a value and has spellings no scan finds (a
+    value left empty), so it is always looked for."""
+    if "null" in kinds:
+        return True
+    if "boolean" in kinds and _ANY_WORD.search(text) is not None:
+        return True
+    return "number" in kinds and _may_write_a_number_otherwise(text=text)
+
+
+def _may_write_a_number_otherwise(*, text: str) -> bool:
+    """Whether some run of `text` that may be a plain number is not as JSON writes one (a
+    date or a version is such a run too: the file is then read again, to no harm)."""
+    for match in _DIGIT_RUN.finditer(text):
+        start = match.start()
+        before = text[start - 1] if start else ""
+        if before and before in "+.":
+            return True  # `+1`, `.5`
+        run = f"-{match.group()}" if before == "-" else match.group()
+        if not _as_json_writes(text=run):
+            return True
     return False
+
+
+def _as_json_writes(*, text: str) -> bool:
+    """Whether `text` is a number as JSON writes it (`12`, `-3`, `1.5`)."""
+    if _JSON_INTEGER.fullmatch(text):
+        return True
+    if "." not in text:
+        return False
+    try:
+        return repr(float(text)) == text
+    except ValueError:
+        return False
 
 
 def _value_nodes(*, root: yaml.Node | None) -> list[yaml.Node | None] | None:
@@ -86,9 +154,11 @@ def _child(*, node: yaml.Node | None, key: str) -> yaml.Node | None:
     return None
 
 
-def _words_in(*, node: yaml.Node, assertion: int, budget: list[int]) -> list[PlainWord]:
-    """The plain boolean words under `node`, at their paths relative to it."""
-    # Loaded here: only a file that writes such a word needs paths written.
+def _words_in(
+    *, node: yaml.Node, assertion: int, budget: list[int], loader: StrictLoader
+) -> list[PlainWord]:
+    """The plain scalars read otherwise under `node`, at their paths relative to it."""
+    # Loaded here: only a file that writes such a scalar needs paths written.
     from eval_banana.assertions.operators import KeyStep, trail_text
 
     found: list[PlainWord] = []
@@ -97,10 +167,10 @@ def _words_in(*, node: yaml.Node, assertion: int, budget: list[int]) -> list[Pla
         budget[0] -= 1
         item, trail = pending.pop()
         if isinstance(item, yaml.ScalarNode):
-            if _is_plain_word(node=item):
+            if _read_otherwise(node=item, loader=loader):
                 at = trail_text(trail=trail, bounded=False)
                 found.append(PlainWord(assertion=assertion, at=at, word=item.value))
-        # Children go on the stack last first: the words are told in the file's order.
+        # Children go on the stack last first: the scalars are told in the file's order.
         elif isinstance(item, yaml.SequenceNode):
             for index in range(len(item.value) - 1, -1, -1):
                 pending.append((item.value[index], (*trail, index)))
@@ -112,9 +182,19 @@ def _words_in(*, node: yaml.Node, assertion: int, budget: list[int]) -> list[Pla
     return found
 
 
-def _is_plain_word(*, node: yaml.ScalarNode) -> bool:
+def _read_otherwise(*, node: yaml.ScalarNode, loader: StrictLoader) -> bool:
+    """Whether `node` is plain and YAML 1.1 reads it as a boolean `yes`/`no`/`on`/`off`, or
+    as a number or null JSON writes otherwise (`01234` is 668, `~` null)."""
     # No style is plain (None from the Python parser, "" from libyaml): a quoted "no" stays
     # text, and is what the fix asks for.
-    return (
-        node.tag == _BOOL_TAG and not node.style and str(node.value).lower() in _YAML11_ONLY_WORDS
-    )
+    if node.style:
+        return False
+    if node.tag == _BOOL_TAG:
+        return str(node.value).lower() in _YAML11_ONLY_WORDS
+    if node.tag not in _NUMBER_OR_NULL_TAGS:
+        return False
+    try:
+        value = loader.construct_object(node)
+    except (ValueError, yaml.YAMLError):
+        return False  # too long a number: the check file was refused for it
+    return bool(json.dumps(value, allow_nan=True) != node.value)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, NamedTuple, cast
+from typing import Any, cast
 
 import yaml
 
@@ -239,34 +239,3 @@ def _children(item: object) -> list[object]:
     if kind is list:
         return cast(list[object], item)
     return []
-
-
-class PlainReading(NamedTuple):
-    """What a plain scalar in a check file is read as, when that is not text."""
-
-    value: Any
-
-
-# The tags YAML 1.1 gives a plain scalar that is not text (`no`, `01234`, `1:30`, `~`).
-_NOT_TEXT_TAGS = frozenset(f"tag:yaml.org,2002:{name}" for name in ("bool", "int", "float", "null"))
-# Longer than any word or number a hint is about: a whole number of 5,000 digits is not read.
-_MOST_PLAIN_CHARS = 40
-
-
-def plain_yaml_reading(*, text: str) -> PlainReading | None:
-    """What eb's YAML reader makes of `text` written plain (unquoted) as a value, when that is
-    a boolean, a number or null; None when it stays text."""
-    if not text or len(text) > _MOST_PLAIN_CHARS or text != text.strip():
-        return None
-    # As YAML's resolver tags a plain scalar: the first implicit type whose pattern matches.
-    candidates = yaml.resolver.Resolver.yaml_implicit_resolvers.get(text[0], [])
-    tag = next((tag for tag, pattern in candidates if pattern.match(text)), None)
-    if tag not in _NOT_TEXT_TAGS:
-        return None
-    loader = yaml.SafeLoader("")
-    try:
-        return PlainReading(loader.construct_object(yaml.ScalarNode(tag, text)))
-    except (ValueError, yaml.YAMLError):
-        return None
-    finally:
-        loader.dispose()

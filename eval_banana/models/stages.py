@@ -115,7 +115,10 @@ class DiscoverDoc(StageEnvelope):
 
 
 class PlainWord(Record):
-    """A plain `yes`, `no`, `on` or `off` an assertion's value holds in its check file."""
+    """A plain scalar an assertion's value holds in its check file that YAML 1.1 reads as no
+    text, spelled otherwise than JSON writes what it became: `yes`, `no`, `on` or `off` (a
+    boolean), a number such as `01234`, `0x1F`, `1_000` or `1:30`, null written `~`, `Null`
+    or nothing."""
 
     model_config = {"extra": "forbid"}
 
@@ -124,7 +127,10 @@ class PlainWord(Record):
         description="Where in the value, in assertion-path syntax relative to it; empty for the "
         "value itself."
     )
-    word: str = Field(description="The word as the file writes it (`NO`).")
+    word: str = Field(
+        description="The scalar as the file writes it (`NO`, `01234`, `~`; empty for a value "
+        "left empty)."
+    )
 
 
 class PlannedCheck(Record):
@@ -172,8 +178,10 @@ class PlannedCheck(Record):
     plain_words: list[PlainWord] | None = Field(
         default=None,
         description="For an assertions check: each place where its check file writes an "
-        "assertion's value (or a part of it) as a plain yes, no, on or off, which YAML 1.1 "
-        "reads as a boolean, so that a reason can tell to quote it; null for other checks.",
+        "assertion's value (or a part of it) as a plain scalar YAML 1.1 reads as no text, "
+        "spelled otherwise than JSON writes what it became (yes, no, on or off read as a "
+        "boolean; 01234 read as 668; ~ or nothing read as null), so that a reason can tell to "
+        "quote it there and nowhere else; null for other checks.",
     )
     family_definition_sha256: str | None = Field(
         default=None,

@@ -39,7 +39,8 @@ def _graded_nothing(*, problem: str) -> str:
 def _expected_from(*, check: PlannedCheck, count: int) -> list[ExpectedFrom | None]:
     """Where each of the `count` assertions' values was written: a family's whole placeholder
     in the case's row (in its file's format), anything else in the check file, with the plain
-    YAML 1.1 boolean words it writes there; unknown for a case planned without that record."""
+    scalars it writes there that YAML 1.1 read as no text; unknown for a case planned without
+    that record."""
     words = _plain_words(check=check, count=count)
     in_file = [
         ExpectedFrom(format="check file", plain_words=words[index]) for index in range(count)
@@ -56,8 +57,9 @@ def _expected_from(*, check: PlannedCheck, count: int) -> list[ExpectedFrom | No
 
 
 def _plain_words(*, check: PlannedCheck, count: int) -> list[dict[str, str] | None]:
-    """Per assertion, where the check file writes its value as a plain YAML 1.1 boolean word
-    (path in the value -> word); None each when the plan does not record it (an older eb's)."""
+    """Per assertion, where the check file writes a plain scalar YAML 1.1 read as no text in
+    its value (path in the value -> the scalar as written); None each when the plan does not
+    record it (an older eb's)."""
     if check.plain_words is None:
         return [None] * count
     words: list[dict[str, str]] = [{} for _ in range(count)]

@@ -496,3 +496,145 @@ def test_a_plain_yes_no_on_or_off_in_the_check_file_is_told_whatever_text_the_ar
     # `false` written as a boolean: no word to quote, whatever the artifact's text.
     assert 'said equals false: found the string "no"; flags equals' in ran.stdout, ran.stdout
     assert 'said equals "No": found the string "no" (eval_checks' in ran.stdout, ran.stdout
+
+
+def assertion_messages(root: Path) -> dict[str, list[str]]:
+    """Each check's assertion messages, in order, from the one run under `root`/runs."""
+    (run_dir,) = (root / "runs").iterdir()
+    told: dict[str, list[str]] = {}
+    for result_file in (run_dir / "checks").glob("*.json"):
+        result = json.loads(result_file.read_text())
+        told[result["check_id"]] = [item["message"] for item in result["details"]["assertions"]]
+    return told
+
+
+def quote_it(*, written: str, expected: str, reading: str) -> str:
+    """The fix a reason tells for a plain `written` in the check file, read as `reading`."""
+    return (
+        f"; the expected value is {expected}, not text: YAML 1.1, which eb's reader follows, "
+        f'reads a plain {written} in a check file as {reading}, so quote it there ("{written}") '
+        "to expect the text"
+    )
+
+
+def test_a_number_or_null_written_plain_otherwise_than_json_is_told_where_the_file_writes_it(
+    project: Callable[..., Path],
+) -> None:
+    # The hint was worked out backwards from the artifact's text: `value: 668` against "01234"
+    # was told to quote a 01234 the file never wrote, and `value: null` a `~`; `value: 01234`
+    # against "1234", `value: ~` against "none", `contains 01234`, `value: Null` against "null"
+    # and a value left empty were told nothing. It now follows what the check file writes.
+    def check(check_id: str, *lines: str) -> str:
+        return (
+            f"schema_version: 1\nid: {check_id}\ntype: assertions\ndescription: d\n"
+            "artifact: out/a.json\nassert:\n" + "".join(f"  - {line}\n" for line in lines)
+        )
+
+    root = project(
+        {
+            "out/a.json": json.dumps(
+                {
+                    "zip": "01234",
+                    "short_zip": "1234",
+                    "tilde": "~",
+                    "none": "none",
+                    "word": "null",
+                    "blank": "",
+                    "hex": "31",
+                    "time": "1:30",
+                    "codes": ["01234", "SE"],
+                    "deep": {"rows": [{"n": "none"}]},
+                }
+            ),
+            "eval_checks/a.yaml": check(
+                "a",
+                # Written as JSON writes them: meant as the number and null, whatever the text.
+                "{path: zip, op: equals, value: 668}",
+                "{path: tilde, op: equals, value: null}",
+                "{path: hex, op: equals, value: 31}",
+                # Written otherwise: told wherever the artifact holds text there.
+                "{path: short_zip, op: equals, value: 01234}",
+                "{path: none, op: equals, value: ~}",
+                "{path: word, op: equals, value: Null}",
+                "{path: blank, op: equals, value: }",
+                "{path: hex, op: equals, value: 0x1F}",
+                "{path: time, op: equals, value: 1:30}",
+                "{path: codes, op: contains, value: 01234}",
+                "{path: deep, op: equals, value: {rows: [{n: ~}]}}",
+            ),
+        },
+        config='[core]\noutput_dir = "runs"\n',
+    )
+    ran = eb_process(root, "run", "--cache", "off")
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    number, null = "the number 668", "null"
+    assert assertion_messages(root)["a"] == [
+        'zip equals 668: found the string "01234"',
+        'tilde equals null: found the string "~"',
+        'hex equals 31: found the string "31"',
+        'short_zip equals 668: found the string "1234"'
+        + quote_it(written="01234", expected=number, reading="668"),
+        'none equals null: found the string "none"'
+        + quote_it(written="~", expected=null, reading="null"),
+        'word equals null: found the string "null"'
+        + quote_it(written="Null", expected=null, reading="null"),
+        'blank equals null: found the string ""; the expected value is null, not text: YAML '
+        "1.1, which eb's reader follows, reads a value left empty in a check file as null, so "
+        "write the text there, quoted, to expect it",
+        'hex equals 31: found the string "31"'
+        + quote_it(written="0x1F", expected="the number 31", reading="31"),
+        'time equals 90: found the string "1:30"'
+        + quote_it(written="1:30", expected="the number 90", reading="90"),
+        "codes contains 668: found an array of 2 elements, none equal to 668"
+        + quote_it(written="01234", expected=number, reading="668"),
+        'deep equals {"rows": [{"n": null}]}: found an object with 1 key, whose rows[0].n is '
+        'the string "none", not null' + quote_it(written="~", expected=null, reading="null"),
+    ]
+
+
+def test_a_family_value_filled_from_a_row_is_never_told_as_written_in_the_check_file(
+    project: Callable[..., Path],
+) -> None:
+    # A placeholder inside a larger value, filled from a row's 668 or null, was told to quote
+    # the artifact's "01234" or "~" "in the check file", which writes only the placeholder.
+    # What the family's file itself writes plain is still told, in every case.
+    family = (
+        "schema_version: 1\nid: fam\ntype: assertions\ndescription: d\n"
+        "cases_from: data/rows.jsonl\nartifact: out/f.json\nassert:\n"
+        '  - {path: whole, op: equals, value: "{{ case.answer }}"}\n'
+        '  - {path: inner, op: equals, value: {v: "{{ case.answer }}"}}\n'
+        '  - {path: tilde, op: equals, value: {v: "{{ case.none }}"}}\n'
+        '  - {path: tilde, op: equals, value: {v: ~, w: "{{ case.answer }}"}}\n'
+    )
+    inline = (
+        "schema_version: 1\nid: inline\ntype: assertions\ndescription: d\n"
+        "cases:\n  - {id: a, answer: 668, none: ~}\nartifact: out/f.json\nassert:\n"
+        '  - {path: whole, op: equals, value: "{{ case.answer }}"}\n'
+        '  - {path: tilde, op: equals, value: {v: "{{ case.none }}"}}\n'
+    )
+    root = project(
+        {
+            "out/f.json": json.dumps(
+                {"whole": "01234", "inner": {"v": "01234"}, "tilde": {"v": "~"}}
+            ),
+            "data/rows.jsonl": json.dumps({"id": "a", "answer": 668, "none": None}) + "\n",
+            "eval_checks/fam.yaml": family,
+            "eval_checks/inline.yaml": inline,
+        },
+        config='[core]\noutput_dir = "runs"\n',
+    )
+    ran = eb_process(root, "run", "--cache", "off")
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    told = assertion_messages(root)
+    assert told["fam[a]"] == [
+        'whole equals 668: found the string "01234"',
+        'inner equals {"v": 668}: found an object with 1 key, whose v is the string "01234", '
+        "not 668",
+        'tilde equals {"v": null}: found an object with 1 key, whose v is the string "~", not null',
+        'tilde equals {"v": null, "w": 668}: found an object with 1 key, whose v is the string '
+        '"~", not null' + quote_it(written="~", expected="null", reading="null"),
+    ]
+    assert told["inline[a]"] == [
+        'whole equals 668: found the string "01234"',
+        'tilde equals {"v": null}: found an object with 1 key, whose v is the string "~", not null',
+    ]
