@@ -20,8 +20,10 @@ from eval_banana.core.log import Logger
 from eval_banana.core.suggest import closest
 from eval_banana.core.words import visible
 from eval_banana.models.stages import ConfigDoc, PlannedCheck, ProblemModel
+from eval_banana.projectstate.links import folder_link_on_the_way
 from eval_banana.projectstate.patterns import (
     InputPatterns,
+    escaped,
     literal_prefix,
     literal_slip,
     normalize,
@@ -288,36 +290,79 @@ def unmatched_inputs(
                 continue
             seen.add((check.source_path, declared))
             for pattern in reader.unmatched(inputs=declared):
-                meant = pattern_meant(pattern=pattern, root=reader.root)
-                # Said in the message: the console shows a warning's message alone.
-                guess = f" (did you mean {meant!r}?)" if meant is not None else ""
-                slip = literal_slip(pattern=pattern, root=str(reader.root))
-                if slip is not None:
-                    guess = f" ({slip})"
-                folder = excluded_folder(pattern=pattern, names=reader.excluded_names)
-                if folder is not None:
-                    guess = (
-                        f" ({folder!r} is a folder [discovery] exclude_dirs leaves out, "
-                        "which no pattern reaches into)"
-                    )
+                why, hint = _why_unmatched(pattern=pattern, reader=reader)
                 found.append(
                     ProblemModel(
                         message=f"Check '{check.family or check.id}': inputs pattern "
-                        f"{pattern!r} matches no file, so no change there reruns it{guess}",
+                        f"{pattern!r} matches no file, so no change there reruns it{why}",
                         file=check.source_path,
                         field_path="inputs",
-                        hint=(
-                            f"take {folder.rstrip('/').rsplit('/', 1)[-1]!r} out of [discovery] "
-                            "exclude_dirs to key the check on it, or drop the pattern"
-                            if folder is not None
-                            else "fix the pattern (`eb list --inputs` shows what each matches), "
-                            "or drop it if what it named is gone"
-                        ),
+                        hint=hint,
                     )
                 )
     except (ProjectStateError, NotARepository, OSError):
         return []  # the run's input digests say why, once
     return found
+
+
+def _why_unmatched(*, pattern: str, reader: CheckInputs) -> tuple[str, str]:
+    """What the warning of a pattern that matches nothing adds to its message (the console
+    shows a warning's message alone), and its hint: the likeliest cause that shows, first a
+    folder `[discovery] exclude_dirs` leaves out, then a link to a folder on its way, then a
+    glob character in a file's name, then a near name."""
+    root = str(reader.root)
+    folder = excluded_folder(pattern=pattern, names=reader.excluded_names)
+    if folder is not None:
+        return (
+            f" ({folder!r} is a folder [discovery] exclude_dirs leaves out, "
+            "which no pattern reaches into)",
+            f"take {folder.rstrip('/').rsplit('/', 1)[-1]!r} out of [discovery] "
+            "exclude_dirs to key the check on it, or drop the pattern",
+        )
+    through = _through_folder_link(pattern=pattern, root=root)
+    if through is not None:
+        return through
+    meant = pattern_meant(pattern=pattern, root=root)
+    guess = f" (did you mean {meant!r}?)" if meant is not None else ""
+    slip = literal_slip(pattern=pattern, root=root)
+    if slip is not None:
+        guess = f" ({slip})"
+    hint = (
+        "fix the pattern (`eb list --inputs` shows what each matches), "
+        "or drop it if what it named is gone"
+    )
+    return guess, hint
+
+
+def _through_folder_link(*, pattern: str, root: str) -> tuple[str, str] | None:
+    """The words for a pattern whose folders pass a symbolic link to a folder (`out/**` with
+    `out -> build`), which no pattern follows: git records such a link by its text alone, so
+    nothing below it is a file of the project's state. None when its way holds no such link.
+    Asked only of a pattern that matched nothing: a walk of the project never reads links."""
+    body = normalize(pattern)
+    found = folder_link_on_the_way(path=literal_prefix(body), root=root)
+    if found is None:
+        return None
+    link, target, leads_to = found
+    if leads_to is None:
+        return (
+            f" ({link!r} is a symbolic link to {target!r}, a folder outside the project, "
+            "and no pattern follows a link to a folder)",
+            "no pattern reaches outside the project: drop the pattern, or bring the files it "
+            f"meant into the project (the pattern {link!r} keys the check on where the link "
+            "leads)",
+        )
+    where = f"the folder {leads_to!r}" if leads_to else "the project root"
+    if target != leads_to:
+        where = f"{target!r}, {where}"
+    rest = body[len(link) :].lstrip("/")
+    real = "/".join(part for part in (escaped(leads_to), rest) if part) or "**"
+    return (
+        f" ({link!r} is a symbolic link to {where}, and no pattern follows a link to a folder)",
+        f"name the folder's real path instead, {real!r} (add {link!r} too, so that pointing "
+        f"the link elsewhere counts), or list the files you mean by their paths in "
+        f"{leads_to or '.'!r}",
+    )
 
 
 def excluded_folder(*, pattern: str, names: Iterable[str]) -> str | None:

@@ -11,6 +11,7 @@
 - `patterns.InputPatterns` / `patterns.pattern_problem`: the glob rules of a check's `inputs:`.
 - `blobs.blob_id` / `blobs.file_blob_id` / `blobs.file_identity`: git's blob id of some bytes
   or of a file, and a file's mode as git records it.
+- `links`: the symbolic links on a path's way, which the state never follows into a folder.
 
 The package imports nothing itself: the check models need only `patterns`, which is
 standard library only, and must not pay for the git plumbing.

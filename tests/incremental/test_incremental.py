@@ -517,6 +517,66 @@ def test_an_inputs_pattern_naming_a_file_with_a_bracket_says_how_to_escape_it(
     assert "Check 'v'" not in eb("validate", "--cwd", str(root)).stderr
 
 
+def test_an_inputs_pattern_through_a_link_to_a_folder_says_so_and_how_to_name_it(
+    tmp_path: Path,
+) -> None:
+    """No pattern follows a link to a folder (git records the link by its text): a pattern
+    through one matched nothing, and the warning said only that, which left the user to guess.
+    It names the link, where it leads, and the pattern to write instead."""
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+
+    def linked(*patterns: str) -> str:
+        return script_check("linked", script="pass\n", inputs=list(patterns))
+
+    root = init_repo(
+        tmp_path / "proj",
+        {
+            ".gitignore": ".eval-banana/results/\n",
+            ".eval-banana/config.toml": "",
+            "eval_checks/linked.yaml": linked("site/**", "docs/latest/*.md", "ext/**"),
+            "site-v1/index.html": "<p>1</p>\n",
+            "releases/v2/guide.md": "# Guide\n",
+        },
+    )
+    (root / "site").symlink_to("site-v1")
+    (root / "docs").mkdir()
+    (root / "docs/latest").symlink_to("../releases/v2")
+    (root / "ext").symlink_to(outside)
+    commit_all(root, "links")
+    done = eb_process(root, "validate", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = {w["message"].split("'")[3]: w for w in json.loads(done.stdout)["warnings"]}
+    assert said["site/**"]["message"] == (
+        "Check 'linked': inputs pattern 'site/**' matches no file, so no change there reruns "
+        "it ('site' is a symbolic link to the folder 'site-v1', and no pattern follows a link "
+        "to a folder)"
+    )
+    assert said["site/**"]["hint"] == (
+        "name the folder's real path instead, 'site-v1/**' (add 'site' too, so that pointing "
+        "the link elsewhere counts), or list the files you mean by their paths in 'site-v1'"
+    )
+    assert (
+        "('docs/latest' is a symbolic link to '../releases/v2', the folder 'releases/v2', "
+        in said["docs/latest/*.md"]["message"]
+    )
+    assert "instead, 'releases/v2/*.md' (add 'docs/latest' too" in said["docs/latest/*.md"]["hint"]
+    assert (
+        f"('ext' is a symbolic link to {str(outside)!r}, a folder outside the project, "
+        in said["ext/**"]["message"]
+    )
+    assert said["ext/**"]["hint"].startswith("no pattern reaches outside the project")
+    # The fix the hint gives matches the files, and the link by its text: no warning.
+    write(root, {"eval_checks/linked.yaml": linked("site-v1/**", "site")})
+    again = eb_process(root, "validate")
+    assert again.returncode == 0 and "inputs pattern" not in again.stderr, again.stderr
+    # A pattern that matches nothing for another reason says nothing of links.
+    write(root, {"eval_checks/linked.yaml": linked("gone/**")})
+    other = eb_process(root, "validate")
+    assert "matches no file, so no change there reruns it\n" in other.stderr, other.stderr
+    assert "symbolic link" not in other.stderr
+
+
 def test_an_inputs_pattern_that_matches_nothing_is_a_warning_with_the_folder_meant(
     tmp_path: Path, eb: Callable[..., EbResult]
 ) -> None:
