@@ -22,6 +22,7 @@ from eval_banana.core.realpaths import real_path
 from eval_banana.models.config import Selection
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.projectstate.git import GitNotStarted, GitRefused, NotARepository
+from eval_banana.projectstate.links import links_met
 from eval_banana.projectstate.patterns import InputPatterns, outermost
 from eval_banana.projectstate.prefixes import relative_files, relative_inside
 from eval_banana.projectstate.revision import (
@@ -55,22 +56,34 @@ class CaseRows(NamedTuple):
 class _CheckFiles(NamedTuple):
     """What decides whether one check is affected: its own files and its input patterns."""
 
-    own: tuple[str, ...]  # the check file, its referenced script, its artifact: root-relative
+    # The check file, its referenced script, its artifact (root-relative), and for one read
+    # through a link the file it leads to and the links on its way.
+    own: tuple[str, ...]
     patterns: InputPatterns | None  # None: no inputs declared
     outside: bool  # a file of the check lies outside the project root
     rows: tuple[str, ...] = ()  # a dataset case's dataset files: read through its row alone
     rows_scope: str | None = None  # where its `cases_from` looks ("" the whole project)
 
 
-def _read_through(*, path: str, root: str) -> list[str | None]:
-    """The root-relative paths reading the file at `path` depends on: the path itself and,
-    when a symbolic link lies on its way, the file it leads to (None: outside the root)."""
+class _Reading(NamedTuple):
+    """What reading the file at a path depends on, root-relative."""
+
+    # The path itself and, when a symbolic link lies on its way, the file it leads to (None:
+    # outside the root).
+    paths: list[str | None]
+    # The links on its way inside the root (a link to a folder, a chain's links): git counts
+    # one by its text, so one pointed elsewhere is a change even where each file is as it was.
+    links: list[str]
+
+
+def _read_through(*, path: str, root: str) -> _Reading:
     plain = os.path.normpath(path)
     found = [relative_inside(path=plain, root=root)]
     real = str(real_path(plain))
-    if real != plain:
-        found.append(relative_inside(path=real, root=root))
-    return found
+    if real == plain:
+        return _Reading(paths=found, links=[])  # no link on the way: nothing more to read
+    found.append(relative_inside(path=real, root=root))
+    return _Reading(paths=found, links=links_met(path=plain, root=root))
 
 
 def _check_files(*, source: str, definition: dict[str, Any], root: str) -> _CheckFiles:
@@ -82,8 +95,12 @@ def _check_files(*, source: str, definition: dict[str, Any], root: str) -> _Chec
         # What an assertions check grades counts whether `inputs:` name it or not, as in its
         # cache key: a changed artifact selects the check.
         files.append(os.path.join(root, str(definition["artifact"])))
-    # A file read through a link counts by the link and by the file it leads to.
-    own = [relative for path in files for relative in _read_through(path=path, root=root)]
+    # A file read through a link counts by its path, by the file it leads to and by the links
+    # on its way (a link to a folder re-pointed since REF grades another file).
+    own: list[str | None] = []
+    for path in files:
+        reading = _read_through(path=path, root=root)
+        own.extend([*reading.paths, *reading.links])
     inputs = definition.get("inputs")
     return _CheckFiles(
         own=tuple(path for path in own if path is not None),
@@ -359,28 +376,19 @@ def _dataset_reads(*, files: Sequence[str], root: str) -> _DatasetReads:
     links: set[str] = set()
     outside = False
     for file in files:
-        plain, *led = _read_through(path=os.path.join(root, file), root=root)
+        reading = _read_through(path=os.path.join(root, file), root=root)
+        plain, *led = reading.paths
         paths.append(file)
         outside = outside or plain is None
+        links.update(reading.links)
         for target in led:
             if target is None:
                 outside = True
                 continue
             behind[file] = target
-            links.update(_links_on_the_way(file=file, root=root))
             paths.append(target)
     paths.extend(sorted(links))
     return _DatasetReads(paths=tuple(paths), behind=behind, links=frozenset(links), outside=outside)
-
-
-def _links_on_the_way(*, file: str, root: str) -> list[str]:
-    """The parts of root-relative `file` (its folders and itself) that are symbolic links."""
-    parts = file.split("/")
-    return [
-        part
-        for part in ("/".join(parts[: end + 1]) for end in range(len(parts)))
-        if os.path.islink(os.path.join(root, part))
-    ]
 
 
 def _files_moved(*, case: CaseRows, read: _DatasetReads, diff: StateDiff) -> bool:

@@ -1,7 +1,8 @@
 """Symbolic links on a path's way, which the project state never follows into a folder: git
 records a link by its text, and `inputs:` patterns match a link to a folder as that text alone.
 
-Looked at only where a pattern matched nothing: a walk of the project never reads them.
+Looked at only where a path is known to pass a link (a file read through one) or a pattern
+matched nothing: a walk of the project never reads them.
 """
 
 from __future__ import annotations
@@ -11,6 +12,42 @@ from typing import NamedTuple
 
 from eval_banana.core.realpaths import real_path
 from eval_banana.projectstate.prefixes import relative_inside
+
+# More links than this in one path is a loop: `os.path.realpath` gives up there too.
+_MOST_LINKS = 40
+
+
+def links_met(*, path: str, root: str) -> list[str]:
+    """The symbolic links inside `root` (root-relative) that following absolute `path` passes:
+    each of its parts that is one and, through a chain, every link a link leads to. Pointing
+    any of them elsewhere changes what reading `path` reads."""
+    met: list[str] = []
+    pending = list(reversed(path.split("/")))
+    current = os.sep
+    followed = 0
+    while pending:
+        name = pending.pop()
+        if name in ("", "."):
+            continue
+        if name == "..":
+            current = os.path.dirname(current)
+            continue
+        candidate = os.path.join(current, name)
+        try:
+            target = os.readlink(candidate)
+        except OSError:
+            current = candidate  # not a link (or not there): the path goes on below it
+            continue
+        followed += 1
+        if followed > _MOST_LINKS:
+            break
+        inside = relative_inside(path=candidate, root=root)
+        if inside is not None and inside not in met:
+            met.append(inside)
+        if os.path.isabs(target):
+            current = os.sep
+        pending.extend(reversed(target.split("/")))
+    return met
 
 
 class FolderLink(NamedTuple):

@@ -13,8 +13,9 @@ from typing import NamedTuple
 from eval_banana.core.errors import ProjectStateError
 from eval_banana.core.ownmark import OwnFolders, own_folders_listed
 from eval_banana.projectstate import git
-from eval_banana.projectstate.blobs import FileIdentity, read_identity
+from eval_banana.projectstate.blobs import FileIdentity, file_identity, read_identity
 from eval_banana.projectstate.gitlisting import expand_ignored
+from eval_banana.projectstate.links import links_met
 from eval_banana.projectstate.prefixes import (
     relative_folders,
     relative_inside,
@@ -69,8 +70,10 @@ class Changes(NamedTuple):
     diff: StateDiff  # what the work tree adds, removes and changes relative to it
     ignored: list[str]  # files git ignores (which it cannot compare), when asked for
     # Committed symbolic links, unchanged themselves, whose file they lead to changed since the
-    # commit (or lies outside the root, where git cannot tell): link -> that file's root-relative
-    # path (None outside). git counts a link by its text; a reader reads the file behind it.
+    # commit (or lies outside the root, where git cannot tell, or is reached through another
+    # link pointed elsewhere since): link -> that file's root-relative path (None: outside, or
+    # through such a link, so git holds no earlier state of it). git counts a link by its
+    # text; a reader reads the file behind it.
     followed: Mapping[str, str | None] = {}
 
 
@@ -287,27 +290,60 @@ def _followed_changes(
     """The committed links, unchanged themselves, whose file they lead to now differs from
     that file in `commit`: link -> the file's root-relative path (None: outside the root, which
     git cannot compare, so the link counts as changed). A file git ignores, or one the commit
-    has not, counts as changed as well. Only links are read: most projects have none."""
+    has not, counts as changed as well, and so does a link whose way passes another link
+    (`in/data.txt -> ../current/data.txt`, `current -> v1`) pointed elsewhere since (None too):
+    it then leads to another file, however alike. Only links are read: most projects have
+    none, and a link whose text leads where it leads costs no more."""
     changed = diff.paths
     ignored_now = frozenset(ignored)
     found: dict[str, str | None] = {}
     asked: dict[str, str] = {}  # link -> the file it leads to, compared with the commit below
+    passed: dict[str, list[str]] = {}  # link -> the other links on its way, compared so too
     for link in links:
         if link in changed:
             continue  # retargeted, replaced or gone: the link's own change counts already
-        target = relative_inside(path=os.path.realpath(os.path.join(top, link)), root=top)
+        full = os.path.join(top, link)
+        real = os.path.realpath(full)
+        target = relative_inside(path=real, root=top)
         if target is None or target in changed or target in ignored_now:
             found[link] = target
-        elif target != link:
+            continue
+        if target != link:
             asked[link] = target
-    if asked:
-        then = _identities_at(repo=repo, commit=commit, paths=sorted(set(asked.values())))
+        if real != _led_to_by_text(link=full):
+            # Its text alone does not lead there: other links lie on its way.
+            passed[link] = [met for met in links_met(path=full, root=top) if met != link]
+    if asked or passed:
+        wanted = {*asked.values(), *chain.from_iterable(passed.values())}
+        then = _identities_at(repo=repo, commit=commit, paths=sorted(wanted))
         for link, target in asked.items():
             # A link to a folder leads to no file on either side: no reader reads through it.
             now = read_identity(path=os.path.join(top, target), object_format=repo.object_format)
             if then.get(target) != now:
                 found[link] = target
+        for link, met in passed.items():
+            if any(_link_moved(top=top, repo=repo, link=other, then=then) for other in met):
+                found[link] = None  # what it led to then is no earlier state of what it reads
     return found
+
+
+def _led_to_by_text(*, link: str) -> str | None:
+    """Where the symbolic link at absolute `link` leads by its own text, no other link on the
+    way followed; None when it is no link (any longer)."""
+    try:
+        text = os.readlink(link)
+    except OSError:
+        return None
+    return os.path.normpath(os.path.join(os.path.dirname(link), text))
+
+
+def _link_moved(
+    *, top: str, repo: git.Repository, link: str, then: Mapping[str, FileIdentity]
+) -> bool:
+    """Whether the link at root-relative `link` is not what `then` (the commit) held there:
+    pointed elsewhere, or no link there then."""
+    now = file_identity(path=os.path.join(top, link), object_format=repo.object_format)
+    return then.get(link) != now
 
 
 def _identities_at(

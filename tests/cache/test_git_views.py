@@ -219,3 +219,76 @@ def test_a_linked_file_in_git_selects_its_checks_when_the_file_behind_it_changes
     (root / "scripts/current.py").unlink()
     link(root, "scripts/current.py", "other.py")
     assert changed_since_head(root, "--cases") == ["fam[b]", "script_ok"]
+
+
+def repoint(root: Path, name: str, target: str) -> None:
+    (root / name).unlink()
+    link(root, name, target)
+
+
+def test_a_link_to_a_folder_pointed_elsewhere_selects_the_checks_that_read_through_it(
+    tmp_path: Path,
+) -> None:
+    # `out -> build-v1` pointed at build-v2, whose plan.json is as REF held it: git names only
+    # `out` changed, and plan_ok now grades another file. It selected nothing; a link no
+    # check's file goes through (`spare`) still selects nothing.
+    root = linked_project(
+        tmp_path,
+        files={
+            "eval_checks/plan.yaml": PLAN_CHECK,
+            "eval_checks/chained.yaml": PLAN_CHECK.replace("plan_ok", "chained_ok").replace(
+                "out/", "chained/"
+            ),
+            "eval_checks/script.yaml": script_check(
+                "script_ok", script_path="../scripts/current/check.py", inputs=[]
+            ),
+            # A pattern naming the link matches it by its text, which git compares.
+            "eval_checks/named.yaml": script_check("named_ok", script="pass\n", inputs=["out"]),
+            # Its input is a link to a file through a link to a folder: in/plan.json ->
+            # ../current/plan.json, current -> build-v1.
+            "eval_checks/input.yaml": script_check("input_ok", script="pass\n", inputs=["in/**"]),
+            "build-v1/plan.json": GOOD_PLAN,
+            "build-v2/plan.json": BAD_PLAN,
+            "scripts/v1/check.py": "pass\n",
+            "scripts/v2/check.py": "pass  # v2\n",
+        },
+        replay=False,
+    )
+    for name, target in [
+        ("out", "build-v1"),
+        ("spare", "build-v1"),
+        ("latest", "build-v1"),
+        ("chained", "latest"),  # a chain: chained -> latest -> build-v1
+        ("scripts/current", "v1"),
+        ("current", "build-v1"),
+        ("in/plan.json", "../current/plan.json"),
+    ]:
+        link(root, name, target)
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "linked")
+    assert changed_since_head(root) == []
+    repoint(root, "spare", "build-v2")
+    assert changed_since_head(root) == []
+    repoint(root, "out", "build-v2")
+    assert changed_since_head(root) == ["named_ok", "plan_ok"]
+    repoint(root, "scripts/current", "v2")
+    assert changed_since_head(root) == ["named_ok", "plan_ok", "script_ok"]
+    repoint(root, "latest", "build-v2")
+    assert changed_since_head(root) == ["chained_ok", "named_ok", "plan_ok", "script_ok"]
+    repoint(root, "current", "build-v2")
+    assert changed_since_head(root) == [
+        "chained_ok",
+        "input_ok",
+        "named_ok",
+        "plan_ok",
+        "script_ok",
+    ]
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "repointed")
+    assert verdicts(root, "--changed-since", "HEAD~1", "--cache", "off") == {
+        "chained_ok": "failed",
+        "input_ok": "passed",
+        "named_ok": "passed",
+        "plan_ok": "failed",
+        "script_ok": "passed",
+    }

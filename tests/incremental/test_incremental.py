@@ -1130,3 +1130,12 @@ def test_a_dataset_behind_a_link_to_a_folder_selects_the_cases_whose_rows_change
     (root / "data").unlink()
     (root / "data").symlink_to("otherdata")
     assert selected("--changed-since", "HEAD") == ["fam[r1]", "fam[r2]"]
+    # A chain (data -> latest -> realdata): pointing `latest` elsewhere selects every case too.
+    (root / "data").unlink()
+    (root / "data").symlink_to("latest")
+    (root / "latest").symlink_to("realdata")
+    commit_all(root, "a chain of links")
+    assert selected("--changed-since", "HEAD") == []
+    (root / "latest").unlink()
+    (root / "latest").symlink_to("otherdata")
+    assert selected("--changed-since", "HEAD") == ["fam[r1]", "fam[r2]"]
