@@ -438,18 +438,20 @@ def test_a_reason_names_the_path_of_a_difference_deep_in_an_array_or_object(
         assert told in ran.stdout, (told, ran.stdout)
 
 
+def grading_a_json(check_id: str, *lines: str) -> str:
+    """An assertions check of `out/a.json` with one assertion per line (flow mappings)."""
+    return (
+        f"schema_version: 1\nid: {check_id}\ntype: assertions\ndescription: d\n"
+        "artifact: out/a.json\nassert:\n" + "".join(f"  - {line}\n" for line in lines)
+    )
+
+
 def test_a_plain_yes_no_on_or_off_in_the_check_file_is_told_whatever_text_the_artifact_holds(
     project: Callable[..., Path],
 ) -> None:
     # The hint was worked out backwards from the artifact's text: `value: NO` against "no" got
     # it, against "No" or "n" none; and `value: false` against "no" was told to quote a `no`
     # the file never wrote. It now follows what the check file writes, at its place.
-    def check(check_id: str, *lines: str) -> str:
-        return (
-            f"schema_version: 1\nid: {check_id}\ntype: assertions\ndescription: d\n"
-            "artifact: out/a.json\nassert:\n" + "".join(f"  - {line}\n" for line in lines)
-        )
-
     root = project(
         {
             "out/a.json": json.dumps(
@@ -461,7 +463,7 @@ def test_a_plain_yes_no_on_or_off_in_the_check_file_is_told_whatever_text_the_ar
                     "codes": ["SE", "DK"],
                 }
             ),
-            "eval_checks/a.yaml": check(
+            "eval_checks/a.yaml": grading_a_json(
                 "a",
                 "{path: country, op: equals, value: NO}",
                 "{path: answer, op: equals, value: no}",
@@ -524,12 +526,6 @@ def test_a_number_or_null_written_plain_otherwise_than_json_is_told_where_the_fi
     # was told to quote a 01234 the file never wrote, and `value: null` a `~`; `value: 01234`
     # against "1234", `value: ~` against "none", `contains 01234`, `value: Null` against "null"
     # and a value left empty were told nothing. It now follows what the check file writes.
-    def check(check_id: str, *lines: str) -> str:
-        return (
-            f"schema_version: 1\nid: {check_id}\ntype: assertions\ndescription: d\n"
-            "artifact: out/a.json\nassert:\n" + "".join(f"  - {line}\n" for line in lines)
-        )
-
     root = project(
         {
             "out/a.json": json.dumps(
@@ -546,7 +542,7 @@ def test_a_number_or_null_written_plain_otherwise_than_json_is_told_where_the_fi
                     "deep": {"rows": [{"n": "none"}]},
                 }
             ),
-            "eval_checks/a.yaml": check(
+            "eval_checks/a.yaml": grading_a_json(
                 "a",
                 # Written as JSON writes them: meant as the number and null, whatever the text.
                 "{path: zip, op: equals, value: 668}",

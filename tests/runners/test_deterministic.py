@@ -76,6 +76,15 @@ def inline(root: Path, source: str, *, id: str = "c1", **kw: Any) -> PlannedChec
     return planned_inline(id=id, script=textwrap.dedent(source), project_root=root, **kw)
 
 
+def in_form(form: str, *, root: Path, run_dir: Path, source: str) -> PlannedCheck:
+    """Check `c1` running `source` as an inline `script:` or as a `script_path` file."""
+    if form == "inline":
+        return inline(root, source)
+    script = root / "eval_checks" / "c1.py"
+    script.write_text(source)
+    return planned_referenced(id="c1", script_file=script, project_root=root, run_dir=run_dir)
+
+
 def test_registry_maps_types_to_runners() -> None:
     # Registered lazily (imported on first call), like every runner.
     deterministic = RUNNERS["deterministic"]
@@ -114,12 +123,7 @@ def test_an_exit_code_the_system_reads_as_zero_fails_with_the_code_asked_for(
 ) -> None:
     # sys.exit(len(failures)) with 256 failures: the shell sees 0, a pass, were eb not to look.
     source = f"import sys\nsys.exit({code})\n"
-    if form == "inline":
-        check = inline(root, source)
-    else:
-        script = root / "eval_checks" / "count.py"
-        script.write_text(source)
-        check = planned_referenced(id="c1", script_file=script, project_root=root, run_dir=run_dir)
+    check = in_form(form, root=root, run_dir=run_dir, source=source)
     result = run(check=check, root=root, run_dir=run_dir)
     assert (result.status, result.score, result.exit_code) == ("failed", 0, code)
     assert result.reason == f"exit code {code}"
@@ -399,12 +403,7 @@ def test_a_compile_time_warning_is_on_the_check_s_stderr(
 ) -> None:
     # `assert (x, "why")` can never fail: Python's warning that says so is the check's evidence.
     source = "total = 4\nassert (total == 5, 'total is wrong')\n"
-    if form == "inline":
-        check = inline(root, source)
-    else:
-        script = root / "eval_checks" / "total.py"
-        script.write_text(source)
-        check = planned_referenced(id="c1", script_file=script, project_root=root, run_dir=run_dir)
+    check = in_form(form, root=root, run_dir=run_dir, source=source)
     result = run(check=check, root=root, run_dir=run_dir)
     assert result.status == "passed"
     assert "SyntaxWarning: assertion is always true" in result.stderr, result
