@@ -80,6 +80,31 @@ def test_update_remembers_what_it_finds_failing_and_forgets_what_it_fixed(
     assert _remembered(root) == []
 
 
+def test_stage_execute_remembers_what_it_finds_failing_and_forgets_what_it_fixed(
+    tmp_path: Path,
+) -> None:
+    root = _calc_project(tmp_path)
+    (root / "eval_checks" / "other.yaml").write_text(
+        script_check("other", script="import sys\nsys.exit(1)\n", inputs=[])
+    )
+    made = _eb(root, "run")
+    assert made.returncode == 1, made.stdout + made.stderr
+    assert _remembered(root) == ["other"]
+    # Rerunning the execute stage by hand finds calc_adds failing: --last-failed reruns it.
+    (root / "src" / "calc.py").write_text(BROKEN_ADD)
+    staged = _eb(root, "stage", "execute")
+    assert staged.returncode == 0, staged.stdout + staged.stderr
+    assert _remembered(root) == ["calc_adds", "other"]
+    # Fixed and rerun alone, it is forgotten; `other`, which it did not run, is still remembered.
+    (root / "src" / "calc.py").write_text(GOOD_ADD)
+    again = _eb(root, "stage", "execute", "--check-id", "calc_adds")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert _remembered(root) == ["other"]
+    rerun = _eb(root, "run", "--last-failed")
+    assert rerun.returncode == 1, rerun.stdout + rerun.stderr
+    assert "other: failed" in rerun.stdout and "calc_adds" not in rerun.stdout
+
+
 def _report(root: Path) -> dict[str, str]:
     """Check id -> status, from the newest run's report.json."""
     run_dir = max((root / ".eval-banana" / "results").iterdir())

@@ -1,6 +1,6 @@
 """--last-failed, as pytest's --lf: the checks that failed the last time they ran.
 
-Every `eb run` (and every `eb update` that runs checks again) updates
+Every `eb run` (and every `eb update` that runs checks again, and `eb stage execute`) updates
 `.eval-banana/lastfailed.json` (settings/folders.py) from the checks it ran: a failed or
 errored check is remembered, a passed one forgotten, and a check the run did not run (another
 `-k`, a `--tag`, stopped before it started) keeps its entry.

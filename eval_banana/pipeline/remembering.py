@@ -1,6 +1,7 @@
-"""What `--last-failed` remembers of the checks a run ran: `eb run` and `eb update` record
-their verdicts in `lastfailed.json` alike, so a failure an update finds is rerun by the next
-`eb run --last-failed`, and one it fixed is forgotten."""
+"""What `--last-failed` remembers of the checks a run ran: `eb run`, `eb update` and `eb stage
+execute` record their verdicts in `lastfailed.json` alike, so a failure an update (or a rerun of
+the execute stage) finds is rerun by the next `eb run --last-failed`, and one it fixed is
+forgotten."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ from eval_banana.models.stages import ConfigDoc, DiscoverDoc, ExecuteDoc, GuardD
 from eval_banana.pipeline.agreeing import refuse_disagreement
 from eval_banana.pipeline.partial import merge_results, rewrite_moved_evidence
 from eval_banana.pipeline.relocation import relocation
+from eval_banana.pipeline.remembering import remember_failures, remembered_before
 from eval_banana.pipeline.stageselect import narrowed_plan, selecting
 from eval_banana.pipeline.stagesettings import stage_settings
 from eval_banana.reporting.console import Console, ProgressReporter
@@ -186,8 +187,10 @@ def rerun_execute(request: StageRequest) -> int:
                 config=config, selection=request.selection, cli_values=request.cli_values
             ),
         )
+    # What --last-failed remembers, read before a check can rewrite it (as `eb run` reads it).
+    before = remembered_before(config=config)
     with ProgressReporter.over(checks=plan.checks, console=request.console) as progress:
-        doc = execute_stage.execute(
+        fresh = execute_stage.execute(
             config=config,
             plan=plan,
             guard=guarded,
@@ -198,13 +201,25 @@ def rerun_execute(request: StageRequest) -> int:
             on_result=progress.finished,
             environ=request.environ,
         )
+    doc = fresh
     if request.selection is not None:
         full_plan: PlanDoc = read_stage(run_dir=request.run_dir, stage="validate")
-        doc = merge_results(plan=full_plan, fresh=doc, previous=previous)
+        doc = merge_results(plan=full_plan, fresh=fresh, previous=previous)
         rewrite_moved_evidence(
             run_dir=request.run_dir, plan=full_plan, merged=doc, previous=previous
         )
     execute_stage.write_execute_stage(run_dir=request.run_dir, doc=doc)
+    # The verdicts it reached are remembered as `eb run` and `eb update` remember theirs: the
+    # checks it ran, not a result kept from before. It reads only the plan, so it cannot tell
+    # a check gone from the check files: it forgets none.
+    remember_failures(
+        config=config,
+        executed=fresh,
+        before=before,
+        defined=None,
+        console=request.console,
+        cancel=request.cancel,
+    )
     return 3 if doc.aborted_by else 0
 
 
