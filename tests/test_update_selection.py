@@ -210,6 +210,100 @@ def test_a_row_left_out_that_gains_the_selected_tag_makes_the_plan_stale(
     assert _eb(root, "status").returncode == 0
 
 
+@pytest.mark.parametrize(
+    ("selection", "reads_tags"),
+    [
+        (("--check-id", "rows[a]"), False),
+        (("-k", "rows[a]"), False),  # -k matches ids, never tags
+        (("--tag", "fast"), True),
+    ],
+)
+def test_a_tag_edited_on_a_row_left_out_counts_only_under_a_selection_that_reads_tags(
+    tmp_path: Path, selection: tuple[str, str], reads_tags: bool
+) -> None:
+    """The plan records what its selection picks rows by: under --check-id or -k a row's tags
+    pick nothing, so a tag added to a row the run left out leaves every stage ok and `eb
+    update` with nothing to do, as a fresh run with that selection would still run rows[a]
+    alone; under --tag the row is picked now, and the update runs it."""
+    root = init_repo(
+        tmp_path / "proj",
+        {
+            ".gitignore": ".eval-banana/results/\n.eval-banana/lastfailed.json\n",
+            ".eval-banana/config.toml": "",
+            "eval_checks/rows.yaml": ROWS_CHECK.format(family="rows"),
+            "data/rows.jsonl": _rows(
+                {"id": "a", "n": 1, "tags": ["fast"]}, {"id": "b", "n": -2}, {"id": "c", "n": 3}
+            ),
+        },
+    )
+    made = _eb(root, "run", *selection)
+    assert made.returncode == 0, made.stdout + made.stderr
+    assert _report(root) == {"rows[a]": "passed"}
+    (root / "data" / "rows.jsonl").write_text(
+        _rows(
+            {"id": "a", "n": 1, "tags": ["fast"]},
+            {"id": "b", "n": -2, "tags": ["fast"]},
+            {"id": "c", "n": 3},
+        )
+    )
+    status = _eb(root, "status")
+    updated = _eb(root, "update")
+    if reads_tags:
+        assert status.returncode == 1, status.stdout
+        assert "rows: a row's id, tags or skip changed in data/rows.jsonl" in status.stdout
+        assert updated.returncode == 1, updated.stdout + updated.stderr
+        assert _report(root) == {"rows[a]": "passed", "rows[b]": "failed"}
+    else:
+        assert status.returncode == 0, status.stdout
+        assert updated.returncode == 0, updated.stdout + updated.stderr
+        assert "Nothing to update" in updated.stdout
+        assert _report(root) == {"rows[a]": "passed"}
+
+
+def _validate_row(root: Path) -> str:
+    status = _eb(root, "status")
+    (row,) = [line for line in status.stdout.splitlines() if line.split()[:1] == ["validate"]]
+    return row
+
+
+def test_a_plan_an_earlier_eb_made_keeps_its_family_picks_while_its_rows_are_as_they_were(
+    tmp_path: Path,
+) -> None:
+    """An earlier eb recorded, whatever the selection, one digest of every row's id, tags and
+    skip: such a plan is ok while those are as they were (not stale for being made by another
+    eb), and compared as it was made once they differ."""
+    import hashlib
+
+    rows = [{"id": "a", "n": 1, "tags": ["fast"]}, {"id": "b", "n": -2}, {"id": "c", "n": 3}]
+    root = init_repo(
+        tmp_path / "proj",
+        {
+            ".gitignore": ".eval-banana/results/\n.eval-banana/lastfailed.json\n",
+            ".eval-banana/config.toml": "",
+            "eval_checks/rows.yaml": ROWS_CHECK.format(family="rows"),
+            "data/rows.jsonl": _rows(*rows),
+        },
+    )
+    made = _eb(root, "run", "--check-id", "rows[a]")
+    assert made.returncode == 0, made.stdout + made.stderr
+    # The digest as an earlier eb made it, worked out here: [id, sorted tags, skip] per row.
+    earlier = [["a", ["fast"], None], ["b", [], None], ["c", [], None]]
+    text = json.dumps(earlier, ensure_ascii=False, separators=(",", ":"))
+    run_dir = max((root / ".eval-banana" / "results").iterdir())
+    plan_path = run_dir / "stages" / "plan.json"
+    plan = json.loads(plan_path.read_text())
+    assert set(plan["family_picks"]) == {"eval_checks/rows.yaml"}
+    plan["family_picks"]["eval_checks/rows.yaml"] = (
+        f"sha256:{hashlib.sha256(text.encode()).hexdigest()}"
+    )
+    plan_path.write_text(json.dumps(plan, indent=2) + "\n")
+    assert _validate_row(root).split()[2:] == ["ok"]
+    # Its digest covers every row's tags: a tag edited on a row it left out is a change of it.
+    rows[1] = {"id": "b", "n": -2, "tags": ["fast"]}
+    (root / "data" / "rows.jsonl").write_text(_rows(*rows))
+    assert "rows: a row's id, tags or skip changed in data/rows.jsonl" in _validate_row(root)
+
+
 # An assertions check over out/<name>.json that fails once its `ok` is false.
 GRADES = (
     "schema_version: 1\n"

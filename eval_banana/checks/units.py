@@ -22,6 +22,7 @@ from eval_banana.checks.idloading import CaseIds, family_left_out
 from eval_banana.checks.loading import Loaded, problem_model
 from eval_banana.core.errors import DefinitionError
 from eval_banana.datasets.keys import is_family
+from eval_banana.models.config import Selection
 from eval_banana.models.stages import ConfigDoc, ProblemModel
 
 if TYPE_CHECKING:
@@ -278,26 +279,29 @@ def family_digest_over(*, source_path: str, script: bytes) -> str | None:
     return family_digest(definition=definition, script=script)
 
 
-def family_picks_of(*, units: list[Unit], kept: Collection[str], root: str) -> dict[str, str]:
+def family_picks_of(
+    *, units: list[Unit], kept: Collection[str], root: str, selection: Selection
+) -> dict[str, str]:
     """The check file of each family some of whose cases are not in `kept` (the ids the plan
-    holds, run or skipped) -> the digest of what a selection picks its cases by
-    (`case_picks_digest`), over all its cases: a row left out that gains a selected tag, or
-    loses its skip, changes it. The file is named relative to `root` (as given outside it)."""
-    from eval_banana.datasets.keys import case_picks_digest
+    holds, run or skipped) -> the digest of what `selection` picks of its cases
+    (`rows_picked_digest`), over all its cases: a row left out that the same selection would
+    pick now (under `--tag fast`, one that gains `fast`) changes it. The file is named
+    relative to `root` (as given outside it)."""
+    from eval_banana.checks.rowpicks import rows_picked_digest
 
-    by_file: dict[str, list[Unit]] = {}
+    by_file: dict[str, list[ExpandedCase]] = {}
+    left_out: set[str] = set()
     for unit in units:
         if unit.case is not None:
-            by_file.setdefault(unit.item.path, []).append(unit)
-    picks: dict[str, str] = {}
-    for path, cases in by_file.items():
-        if all(unit.check_id in kept for unit in cases):
-            continue  # the plan holds the whole family: each row is compared on its own
-        digest = case_picks_digest(
-            (unit.case.case_id, unit.case.definition) for unit in cases if unit.case is not None
-        )
-        picks[_root_relative(path=path, root=root)] = digest
-    return picks
+            by_file.setdefault(unit.item.path, []).append(unit.case)
+            if unit.check_id not in kept:
+                left_out.add(unit.item.path)
+    return {
+        _root_relative(path=path, root=root): rows_picked_digest(cases=cases, selection=selection)
+        for path, cases in by_file.items()
+        # A family the plan holds whole: each row is compared on its own.
+        if path in left_out
+    }
 
 
 def _root_relative(*, path: str, root: str) -> str:

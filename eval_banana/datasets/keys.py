@@ -19,13 +19,23 @@ def is_family(definition: dict[str, Any]) -> bool:
 
 def case_picks_digest(cases: Iterable[tuple[str, dict[str, Any]]]) -> str:
     """`sha256:<hex>` over each case's id, tags and skip (a case's id with its expanded
-    definition): what a selection picks a case by (-k and --check-id by its id, --tag by its
-    tags, and skip: whether it runs), in id order, so rows reordered or a row's other fields
-    edited give the same digest."""
+    definition), in id order: the `family_picks` digest an earlier eb recorded whatever the
+    selection. Asked only so that a family unchanged since such a plan is told as unchanged
+    (`picked_rows_digest` is what a plan records now)."""
     picks = sorted(
         [case_id, sorted(definition.get("tags") or []), definition.get("skip")]
         for case_id, definition in cases
     )
+    text = json.dumps(picks, ensure_ascii=False, separators=(",", ":"), default=str, allow_nan=True)
+    return f"sha256:{hashlib.sha256(text.encode()).hexdigest()}"
+
+
+def picked_rows_digest(rows: Iterable[tuple[str, Any]]) -> str:
+    """`sha256:<hex>` over the id and `skip:` of each row a selection's filters pass (given as
+    (case id, skip)), in id order: which rows it picks, and which of those run, which is all
+    that --subset, --shard, --last-failed and --select then choose by. Rows reordered, and
+    any field of a row but these two, give the same digest."""
+    picks = sorted(([case_id, skip] for case_id, skip in rows), key=lambda pick: str(pick[0]))
     text = json.dumps(picks, ensure_ascii=False, separators=(",", ":"), default=str, allow_nan=True)
     return f"sha256:{hashlib.sha256(text.encode()).hexdigest()}"
 

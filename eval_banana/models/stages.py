@@ -258,11 +258,13 @@ class PlanDoc(StageEnvelope):
         default_factory=dict,
         description="The check file (project-relative; as given when outside the project) of "
         "each dataset family some of whose rows the selection left out, its cases planned or "
-        "not -> sha256:<hex> over each of its cases' id, tags and skip, in id order: what "
-        "-k, --tag, --check-id and skip: pick a case by. `eb status` tells by it a row the "
-        "selection may pick otherwise now (a tag added to a row it left out, a skip taken "
-        "away); an edit to a row's other fields, which no selection reads, leaves the plan "
-        "as it is.",
+        "not -> sha256:<hex> over the id and skip of each of its rows the selection's "
+        "--check-id, -k and --tag pass, in id order: which rows it picks by the fields it "
+        "reads (--check-id and -k a row's id, --tag its tags), and which of those run. `eb "
+        "status` tells by it a row the selection would pick otherwise now (under --tag fast, "
+        "a row that gains fast); a field the selection does not read (a tag under --check-id "
+        "or -k, a row's other fields) leaves the plan as it is. A plan an earlier eb made "
+        "holds a digest of every row's id, tags and skip, compared as such.",
     )
     family_calibration: dict[str, list[dict[str, Any]]] = Field(
         default_factory=dict,

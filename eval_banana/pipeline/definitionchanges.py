@@ -41,7 +41,7 @@ def definition_changes(*, doc: PlanDoc, run_dir: Path) -> dict[str, str]:
                     check=check,
                     config=config,
                     run_dir=run_dir,
-                    picks=check.source_path in picked,
+                    picks=doc.selection if check.source_path in picked else None,
                 )
             reason = case_change(
                 check=check,

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from eval_banana.models.config import Selection
 from eval_banana.models.stages import ConfigDoc, PlanDoc, PlannedCheck
 
 
@@ -93,7 +94,9 @@ class FamilyNow(NamedTuple):
     files: tuple[str, ...]  # the family's dataset files now
     values: dict[str, Any] | None = None  # case id -> its row now
     script_alone: str | None = None  # its script, when all of the family that changed
-    picks: str | None = None  # what a selection picks its cases by now, when the plan asks
+    # The `family_picks` digests its plan's selection records of it now (this eb's, an earlier
+    # eb's), when the plan recorded one.
+    picks: frozenset[str] | None = None
     family: str | None = None  # its id, when `picks` is asked for
 
 
@@ -136,12 +139,12 @@ def _file_of(*, check: PlannedCheck, file_rows: list[int] | None) -> str | None:
 
 
 def family_as_now(
-    *, check: PlannedCheck, config: ConfigDoc, run_dir: Path, picks: bool = False
+    *, check: PlannedCheck, config: ConfigDoc, run_dir: Path, picks: Selection | None = None
 ) -> FamilyNow:
-    """The family `check` belongs to, as it expands now; with `picks`, what a selection picks
-    its cases by too (`picks_changed`)."""
+    """The family `check` belongs to, as it expands now; with `picks` (the plan's selection),
+    what that selection picks of its cases too (`picks_changed`)."""
+    from eval_banana.checks.rowpicks import picks_as_recorded
     from eval_banana.checks.units import family_now
-    from eval_banana.datasets.keys import case_picks_digest
 
     expansion = family_now(source_path=check.source_path, config=config)
     if expansion is None:
@@ -164,9 +167,7 @@ def family_as_now(
         script_alone=None
         if expansion.family_digest in (None, check.family_definition_sha256)
         else _family_script_alone(check=check, config=config, run_dir=run_dir),
-        picks=case_picks_digest((case.case_id, case.definition) for case in expansion.cases)
-        if picks
-        else None,
+        picks=None if picks is None else picks_as_recorded(cases=expansion.cases, selection=picks),
         family=check.family,
     )
 
@@ -179,10 +180,11 @@ def picked_source(*, relative: str, config: ConfigDoc) -> str:
 def picks_changed(
     *, doc: PlanDoc, families: dict[str, FamilyNow], config: ConfigDoc, told: set[str]
 ) -> dict[str, str]:
-    """Families some of whose rows the selection left out, whose rows' ids, tags or skip now
-    differ from those it picked from: a row it left out may be picked now (it gained the tag
-    the run selected) or one it picked be left out. A row's other fields count for nothing
-    here: only --changed-since reads them, and its selection is made again whole
+    """Families some of whose rows the selection left out, of which the same selection picks
+    other rows now (`checks.rowpicks`): a row it left out may be picked now (it gained the tag
+    a `--tag` run selected) or one it picked be left out. What the selection does not pick by
+    counts for nothing here (tags under `--check-id` or `-k`, a row's other fields): only
+    --changed-since reads a row's other fields, and its selection is made again whole
     (`definitionchanges._pinned_selection_changed`). `families`: those already expanded
     (planned ones); `told`: families whose change is told already (a planned row changed,
     rows added)."""
@@ -191,8 +193,8 @@ def picks_changed(
         source = picked_source(relative=relative, config=config)
         now = families.get(source)
         if now is None or now.picks is None:
-            now = _picks_as_now(source=source, config=config)
-        if now is None or now.picks == recorded:
+            now = _picks_as_now(source=source, config=config, selection=doc.selection)
+        if now is None or now.picks is None or recorded in now.picks:
             continue
         family = now.family or relative
         if family in told:
@@ -205,12 +207,12 @@ def picks_changed(
     return changed
 
 
-def _picks_as_now(*, source: str, config: ConfigDoc) -> FamilyNow | None:
-    """A family the plan holds no case of, as a selection picks its cases now (None: its check
+def _picks_as_now(*, source: str, config: ConfigDoc, selection: Selection) -> FamilyNow | None:
+    """A family the plan holds no case of, as `selection` picks its cases now (None: its check
     file no longer loads or expands, which the discover stage tells)."""
+    from eval_banana.checks.rowpicks import picks_as_recorded
     from eval_banana.checks.units import family_now
     from eval_banana.core.caseid import family_of
-    from eval_banana.datasets.keys import case_picks_digest
 
     expansion = family_now(source_path=source, config=config)
     if expansion is None or expansion.family_digest is None:
@@ -221,7 +223,7 @@ def _picks_as_now(*, source: str, config: ConfigDoc) -> FamilyNow | None:
         unskipped=(),
         rows={},
         files=tuple(expansion.files[1:]),
-        picks=case_picks_digest((case.case_id, case.definition) for case in expansion.cases),
+        picks=picks_as_recorded(cases=expansion.cases, selection=selection),
         family=next((family_of(case.check_id) for case in expansion.cases), None),
     )
 

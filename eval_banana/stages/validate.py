@@ -290,6 +290,7 @@ def validate(
             units=expanded,
             kept={check.id for check in checks} | {item.check_id for item in skipped},
             root=config.project_root,
+            selection=selection,
         )
     )
     plan = PlanDoc.model_validate(
