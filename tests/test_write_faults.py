@@ -188,6 +188,56 @@ def test_a_full_tmpdir_for_a_checks_script_aborts_the_run_naming_the_file(tmp_pa
     assert check["status"] == "error" and "write_fault" in check["details"], check
 
 
+def test_eb_update_runs_again_a_check_a_write_fault_kept_from_running(tmp_path: Path) -> None:
+    # z_big's script could not be written under a full TMPDIR: the run was aborted with every
+    # check holding a result, z_big's being the fault's `error`. eb update took that error for
+    # z_big's verdict: it recorded the run again without the abort, ran nothing and ended on
+    # exit 1 (z_big errored), where a fresh run passes; the check had never run.
+    padding = "".join(
+        f"x{n} = {n}  # a long script, padded well past the room left\n" for n in range(400)
+    )
+    root = _passing_project(tmp_path / "proj", check=_check("a_small", size=10))
+    (root / "eval_checks" / "z_big.yaml").write_text(
+        _check("z_big", size=10) + textwrap.indent(padding, "  ")
+    )
+    tmpdir = tmp_path / "tmp"
+    with _small_disk(tmpdir, size="64k"):
+        # 24 KiB left: room for a_small's files, never for z_big's 24 KiB script and more.
+        (tmpdir / "fill").write_bytes(b"\0" * 40_960)
+        done = eb_process(
+            root,
+            "run",
+            "--cache",
+            "off",
+            "--max-parallel-checks",
+            "1",
+            env={**os.environ, "TMPDIR": str(tmpdir)},
+        )
+        _assert_one_fault_line(done, under=tmpdir)
+    (run,) = (root / ".eval-banana" / "results").iterdir()
+    execute = json.loads((run / "stages" / "execute.json").read_text())
+    assert execute["aborted_by"] == "write_fault" and execute["not_run"] == [], execute
+    statuses = {
+        r["check_id"]: (r["status"], "write_fault" in r["details"]) for r in execute["results"]
+    }
+    assert statuses == {"a_small": ("passed", False), "z_big": ("error", True)}, statuses
+    status = eb_process(root, "status")
+    assert "z_big: no result yet (its output could not be written)" in status.stdout, status
+    updated = eb_process(root, "update")
+    assert updated.returncode == 0, updated.stdout + updated.stderr
+    assert "1 of 2 checks to run again; 1 keeps its result" in updated.stdout, updated.stdout
+    report = json.loads((run / "report.json").read_text())
+    assert report["aborted_by"] is None and report["run_passed"] is True, report
+    (result,) = (check for check in report["checks"] if check["check_id"] == "z_big")
+    assert result["status"] == "passed" and "write_fault" not in result["details"], result
+    # Its evidence is written anew: its result file is the verdict, its output is there.
+    plan = json.loads((run / "stages" / "plan.json").read_text())
+    (stem,) = (check["stem"] for check in plan["checks"] if check["id"] == "z_big")
+    assert json.loads((run / "checks" / f"{stem}.json").read_text()) == result
+    assert (run / "checks" / f"{stem}.stdout.txt").read_text() == "x" * 10
+    assert eb_process(root, "status").returncode == 0
+
+
 @contextlib.contextmanager
 def _read_only(folder: Path) -> Iterator[None]:
     """`folder` read-only for eb: a read-only bind mount of itself (root, whom permissions do

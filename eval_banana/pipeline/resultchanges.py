@@ -10,8 +10,8 @@ from pathlib import Path
 from eval_banana.core.errors import ProjectStateError
 from eval_banana.core.words import visible
 from eval_banana.models.result import NOT_RUN as NOT_RUN_KEY
+from eval_banana.models.result import RESOURCE_FAULT, WRITE_FAULT, CheckResult
 from eval_banana.models.result import STOPPED as STOPPED_KEY
-from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, PlanDoc
 from eval_banana.pipeline.stalewords import describe_changes
 from eval_banana.runners.results import STOP_REASON_TEXT
@@ -23,6 +23,10 @@ from eval_banana.stagefiles.read import read_stage
 NOT_RUN = "no result yet (recorded as not run)"
 NO_RESULT = "no result recorded"
 STOPPED_WHILE_RUNNING = "no result yet (stopped while it ran)"
+# A fault's `error` stands in for what the check decided (or would have): eb could not write
+# its output (or its script), or had no file left to open, so its outcome was lost.
+OUTPUT_LOST = "no result yet (its output could not be written)"
+NOT_JUDGED = "no result yet (eb had too many files open)"
 
 
 def input_changes(*, plan: PlanDoc, executed: ExecuteDoc, config: ConfigDoc) -> dict[str, str]:
@@ -144,7 +148,9 @@ def results_outdated(*, doc: ExecuteDoc, run_dir: Path) -> str | None:
 def _abort_without_loss(*, doc: ExecuteDoc) -> str | None:
     """A run recorded as aborted although every planned check holds its verdict (an interrupt
     once its last check had ended, while the verdicts were stored): nothing is left to run, yet
-    the run cannot pass, so `eb update` records the results again, without the abort."""
+    the run cannot pass, so `eb update` records the results again, without the abort. A fault
+    that took a check's outcome is never this: that check has no result yet (`_no_result_yet`)
+    and runs again first, its output and result written anew."""
     if doc.aborted_by is None:
         return None
     why = STOP_REASON_TEXT.get(doc.aborted_by, doc.aborted_by)
@@ -153,13 +159,19 @@ def _abort_without_loss(*, doc: ExecuteDoc) -> str | None:
 
 def _no_result_yet(*, result: CheckResult) -> str | None:
     """Why a recorded result is no result: the check never ran (maxfail, an interrupt, a
-    budget, or `eb stage execute --check-id` over a check with no earlier result), or the run
-    stopped while it ran (an interrupt, a fuse, a file eb could not write), so it reached no
-    verdict. A check that timed out or could not start keeps its error."""
+    budget, or `eb stage execute --check-id` over a check with no earlier result), the run
+    stopped while it ran (an interrupt, a fuse), or a fault took its outcome (a file eb could
+    not write: its output, its script; too many open files), so it reached no verdict. A check
+    that timed out or could not start keeps its error: that is its result."""
     if result.details.get(NOT_RUN_KEY) is True:
         return NOT_RUN
     if result.details.get(STOPPED_KEY) is True:
         return STOPPED_WHILE_RUNNING
+    # Infrastructure, never a verdict (runners/faults.py): run again once there is room.
+    if isinstance(result.details.get(WRITE_FAULT), dict):
+        return OUTPUT_LOST
+    if isinstance(result.details.get(RESOURCE_FAULT), dict):
+        return NOT_JUDGED
     return None
 
 
