@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import threading
 from functools import partial
 from pathlib import Path
 
@@ -67,16 +68,28 @@ def run(args: argparse.Namespace) -> int:
         cli_values=cli_values,
         load_config=lambda: load_config(request=common.request(args), run_id=new_run_id()),
     )
+    cancel = threading.Event()
+    # A signal noted while a report waits for the project's turn writes it at once.
+    extras.stop = cancel.is_set
     console = Console(quiet=args.json)
     finished = partial(
         stamp_and_remember, stamp=stamp, extras=extras, result_out=result_out, console=console
     )
     try:
-        outcome = merge_shards(request=request, console=console)
+        # As in `eb run`: a signal stops the merge, which still writes its reports, JUnit,
+        # step summary and --result-out for an interrupted run (exit 3).
+        with common.stop_on_signals(cancel):
+            outcome = merge_shards(request=request, console=console, cancel=cancel)
     except BaseException as exc:
-        finished(error=exc)  # --result-out is written for every failure after option parsing
+        # --result-out is written for every failure after option parsing; a signal meanwhile
+        # ends its wait for the project's turn.
+        with common.stop_on_signals(cancel):
+            finished(error=exc)
         raise
-    finished(error=None)
+    # A signal while the document waits for the project's turn writes it at once, and ends eb
+    # as it would have a moment later (`Interrupted.`, exit 3).
+    with common.signals_held_back(cancel):
+        finished(error=None)
     if args.json:
         print(outcome.json_line)
     return outcome.exit_code

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import select
 import signal
 import sys
 import threading
@@ -127,6 +128,22 @@ class Pending(Generic[T]):
             done = redo()
             self.value = done
             return done
+
+    def ready(self, *, stop: Callable[[], bool], every_s: float = 0.1) -> bool:
+        """Wait until `finish` can be called without waiting on a child still at work: True
+        once the child has sent how its work went (or closed its end by dying), and at once
+        for work kept to be done in place; False as soon as `stop` says (asked every `every_s`
+        seconds), the child left at work for the caller to `abandon`. A signal handler that
+        only notes the signal (`eb merge`'s) then ends the wait, which a wait in `finish`
+        would resume."""
+        reader = self.reader
+        if reader is None:
+            return True
+        while not stop():
+            readable, _, _ = select.select([reader], [], [], every_s)
+            if readable:
+                return True
+        return False
 
     def abandon(self) -> None:
         """Stop forked work whose result is no longer wanted (the caller is failing anyway)."""

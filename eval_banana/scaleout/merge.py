@@ -14,16 +14,19 @@ module runs the two side by side (the links in forked children) and scores the r
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 from eval_banana.core import forked
+from eval_banana.core.errors import RunAborted
 from eval_banana.core.files import write_model
 from eval_banana.core.realpaths import real_path
 from eval_banana.models.config import Selection
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.pipeline.finish import finish_run
+from eval_banana.pipeline.lateinterrupt import interrupted_late
 from eval_banana.pipeline.outcome import RunOutcome
 from eval_banana.pipeline.reporttargets import (
     plan_files_read,
@@ -41,6 +44,7 @@ from eval_banana.settings.folders import refuse_junit_target
 from eval_banana.settings.rundir import new_run_id, prepare_run_dir, prune_runs
 from eval_banana.stagefiles.layout import stage_path
 from eval_banana.stages.config import resolve_config, write_config_stage
+from eval_banana.stages.execute import write_execute_stage
 
 # Below this many evidence files the links take a few hundredths of a second: not worth a fork.
 LINK_FORK_FILES = 2_000
@@ -59,8 +63,14 @@ class MergeRequest(NamedTuple):
     outputs: tuple[Path, ...] = ()  # --result-out
 
 
-def merge_shards(*, request: MergeRequest, console: Console) -> RunOutcome:
-    """Check the shard folders, write the merged run folder, score and report it."""
+def merge_shards(*, request: MergeRequest, console: Console, cancel: threading.Event) -> RunOutcome:
+    """Check the shard folders, write the merged run folder, score and report it.
+
+    `cancel`: what a signal sets (SIGINT, SIGTERM, SIGHUP), as in `eb run`. The merge then
+    stops bringing the shards' evidence (its forked children are ended, not waited for) and
+    writes the rest of its run folder for a run that was interrupted: stage files, reports,
+    JUnit and step summary say so, and RunAborted (exit 3) ends it.
+    """
     runs = read_shard_set(run_dirs=[real_path(path) for path in request.run_dirs])
     evidence = shardevidence.shard_evidence(runs=runs)
     local = resolve_config(
@@ -104,6 +114,7 @@ def merge_shards(*, request: MergeRequest, console: Console) -> RunOutcome:
             request=request,
             console=console,
             ordered=ordered,
+            cancel=cancel,
         )
 
 
@@ -116,6 +127,7 @@ def _merge_into(
     request: MergeRequest,
     console: Console,
     ordered: mergedstages.MergedOrder,
+    cancel: threading.Event,
 ) -> RunOutcome:
     """Write the merged run folder `run_dir`: stage files, the shards' evidence, reports."""
     first = runs[0]
@@ -165,10 +177,16 @@ def _merge_into(
         raise
     # report.html lists checks/ to link each check's files: the links come first.
     try:
-        links.finish_or_redo(redo=bring_evidence)
+        _bring(links, redo=bring_evidence, stop=cancel.is_set)
     except BaseException:
         folders.abandon()  # an interrupt: nothing of the merge goes on without it
         raise
+    stopped = interrupted_late(executed=executed, cancel=cancel)
+    if stopped is not None:
+        # Interrupted: the run is written as one, as `eb run` writes a run interrupted after
+        # its checks ended (every result stands; `aborted_by: interrupt`, exit 3).
+        executed = stopped
+        digests["execute"] = write_execute_stage(run_dir=run_dir, doc=executed)
     try:
         outcome = finish_run(
             run_dir=run_dir,
@@ -178,14 +196,38 @@ def _merge_into(
             extras=request.extras,
             console=console,
             kind="merge",
+            cancel=cancel,
         )
     except BaseException as exc:
         _settle(folders, error=exc)
         raise
-    folders.finish_or_redo(redo=bring_folders)
+    _bring(folders, redo=bring_folders, stop=cancel.is_set)
     for problem in prune_runs(config=config, current=run_dir):
         console.warn(problem)
+    if cancel.is_set() and outcome.exit_code != RunAborted.exit_code:
+        # Past its history record, the merge's reports stand as written; it still stopped.
+        raise RunAborted(
+            "Interrupted while the merge was finishing, after its reports were written. "
+            f"Report: {run_dir / 'report.json'}"
+        )
     return outcome
+
+
+def _bring(
+    pending: forked.Pending[None], *, redo: Callable[[], None], stop: Callable[[], bool]
+) -> None:
+    """The shards' evidence brought by `pending` (done again here over what a child ended by
+    a signal left part done), unless the merge was interrupted (`stop`): then what is not
+    linked yet stays out, and a child still at it is ended rather than waited for, so the
+    interrupted merge writes its reports at once."""
+    if stop() or not pending.ready(stop=stop):
+        pending.abandon()
+        return
+    try:
+        pending.finish()
+    except forked.ForkedWorkStopped:
+        if not stop():  # a Ctrl-C sent to the process group ends the child too
+            redo()
 
 
 def _settle(*pending: forked.Pending[None], error: BaseException) -> None:

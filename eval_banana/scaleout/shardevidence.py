@@ -137,9 +137,23 @@ def _link_or_copy(*, source: str, target: str) -> None:
             raise OutputDirError(f"Cannot link {source} to {target}: it exists") from None
     except OSError:
         try:
-            shutil.copyfile(source, target)
+            _copy_whole(source=source, target=target)
         except OSError as exc:
             raise OutputDirError(f"Cannot copy {source} to {target}: {exc}") from None
+
+
+def _copy_whole(*, source: str, target: str) -> None:
+    """`source` copied to `target` through a temporary sibling renamed into place: a merge
+    stopped part-way (a Ctrl-C, or its child ended by one) never leaves half a copy under the
+    evidence's own name."""
+    folder, name = os.path.split(target)
+    temp = f"{folder}/.{name}.{os.getpid()}.tmp"  # named as core.files.is_temp_file knows
+    try:
+        shutil.copyfile(source, temp)
+        os.replace(temp, target)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
 
 
 def bring_evidence(

@@ -146,6 +146,26 @@ def test_abandoned_work_leaves_no_process_behind() -> None:
         os.kill(pid, 0)
 
 
+def test_ready_waits_for_the_child_or_stops_when_told(tmp_path: Path) -> None:
+    """`ready` is how `eb merge` waits on its links when a signal may only be noted: a stop
+    ends the wait at once, the child left for `abandon`; without one it lasts until the
+    child's work is done."""
+    busy = forked.start(work=lambda: time.sleep(60), fork=True)
+    stop = threading.Event()
+    threading.Timer(0.2, stop.set).start()
+    started = time.monotonic()
+    assert busy.ready(stop=stop.is_set) is False
+    assert time.monotonic() - started < 5
+    busy.abandon()
+    target = tmp_path / "done"
+    quick = forked.start(work=lambda: _write_pid(target), fork=True)
+    assert quick.ready(stop=lambda: False) is True
+    quick.finish()
+    assert target.exists()
+    in_place = forked.start(work=lambda: _write_pid(target), fork=False)
+    assert in_place.ready(stop=lambda: False) is True  # finish does it here
+
+
 def test_the_parents_buffered_output_is_written_once(tmp_path: Path) -> None:
     script = (
         "import sys\n"

@@ -481,8 +481,10 @@ def test_linking_children_killed_part_way_leave_the_same_folder(
     assert any("/nested/" in name for name, _ in folders["killed"])
 
 
-# The links' child waits at its first shard folder, so a Ctrl-C finds it busy. With
-# EB_SLOW_STAGES set, eb itself is busy writing the stage files too when the Ctrl-C comes.
+# The links' child waits at its first shard folder, so a signal finds it busy. With
+# EB_SLOW_STAGES set, eb itself is busy writing the stage files too when the signal comes: it
+# notes "writing" and goes on once the test has sent the signal and made the file EB_GO names
+# (a merge that ends on the signal there, as the start-up handler made it, never writes on).
 SLOW_LINKS_MERGE = eb_script(
     setup="""\
     import time
@@ -504,7 +506,9 @@ SLOW_LINKS_MERGE = eb_script(
     def slow_stages(**kwargs):
         if os.environ.get("EB_SLOW_STAGES"):
             note("writing")
-            time.sleep(60)
+            deadline = time.monotonic() + 60
+            while not os.path.exists(os.environ["EB_GO"]) and time.monotonic() < deadline:
+                time.sleep(0.02)
         return real_stages(**kwargs)
 
     shardevidence._link_folder = slow
@@ -513,22 +517,30 @@ SLOW_LINKS_MERGE = eb_script(
 )
 
 
-def _default_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 @pytest.mark.parametrize("to", ["group", "eb"])
 @pytest.mark.parametrize("eb_is", ["waiting", "writing"])
-def test_a_ctrl_c_during_the_forked_links_interrupts_the_merge(
-    scale_out: dict[str, Path], tmp_path: Path, to: str, eb_is: str
+def test_a_signal_during_the_merge_stops_it_and_writes_its_reports_as_interrupted(
+    scale_out: dict[str, Path], tmp_path: Path, to: str, eb_is: str, signum: signal.Signals
 ) -> None:
+    """As `eb run` stops on a signal: the merge ends promptly (its linking child stopped, not
+    waited for), and still writes its stage files, reports, JUnit file, step summary and
+    --result-out, each whole and saying the run was interrupted (exit 3)."""
     shards = _shard_folders(scale_out)
-    events = tmp_path / "events"
+    events, go = tmp_path / "events", tmp_path / "go"
     slow_stages = {"EB_SLOW_STAGES": "1"} if eb_is == "writing" else {}
+    merged, summary = tmp_path / "merged", tmp_path / "summary.md"
+    result, junit = tmp_path / "result.json", tmp_path / "junit.xml"
     process = subprocess.Popen(
         [sys.executable, "-c", SLOW_LINKS_MERGE, "merge", *shards, "--cwd", str(scale_out["main"])]
-        + ["--output-dir", str(tmp_path / "merged"), "--flat-output"],
-        env={**_environ(), "EB_EVENTS": str(events), **slow_stages},
+        + ["--output-dir", str(merged), "--flat-output", "--result-out", str(result)]
+        + ["--result-format", "json", "--junit-xml", str(junit)],
+        env={
+            **_environ(GITHUB_STEP_SUMMARY=str(summary)),
+            "EB_EVENTS": str(events),
+            "EB_GO": str(go),
+            **slow_stages,
+        },
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -541,21 +553,38 @@ def test_a_ctrl_c_during_the_forked_links_interrupts_the_merge(
     while not busy <= set(events_of(events)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert busy <= set(events_of(events))
-    if to == "group":  # Ctrl-C in a terminal
-        os.killpg(process.pid, signal.SIGINT)
+    if to == "group":  # Ctrl-C in a terminal, or a CI runner ending the job's process group
+        os.killpg(process.pid, signum)
     else:
-        process.send_signal(signal.SIGINT)
+        process.send_signal(signum)
+    go.touch()  # sent: eb may go on writing its stage files
     try:
         _, stderr = process.communicate(timeout=30)
     finally:  # a merge that hangs must not outlive the test either
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         process.communicate()
-    # Interrupted, as a merge done in place is; not an error about its forked work, and
-    # promptly: the links' child is stopped, not waited for.
+    # Interrupted, as `eb run` is (exit 3), not an error about its forked work, and promptly:
+    # the links' child is stopped, not waited for.
     assert process.returncode == 3, stderr
-    assert "Interrupted." in stderr and "forked" not in stderr
+    assert "Run aborted (interrupt" in stderr and "forked" not in stderr, stderr
+    assert "Traceback" not in stderr
     assert _group_gone(pgid=process.pid, within_s=10)  # no child outlives the merge
+    # The merged run is written whole, as an interrupted run: every shard's result stands.
+    report = _report(merged)
+    assert (report["aborted_by"], report["run_passed"]) == ("interrupt", False)
+    assert len(report["checks"]) == 40
+    assert (merged / "report.html").is_file()
+    for stage in ("config", "discover", "plan", "guard", "execute", "score", "report"):
+        json.loads((merged / "stages" / f"{stage}.json").read_text())
+    assert [p for p in merged.rglob("*") if p.name.endswith(".tmp")] == []
+    # The documents CI reads, written as `eb run` writes them for an interrupted run.
+    document = json.loads(result.read_text())
+    assert (document["status"], document["run_passed"]) == ("completed", False)
+    assert "interrupt" in document["error"]
+    assert len(document["checks"]) == 40
+    assert "<testsuite" in junit.read_text()
+    assert "interrupt" in summary.read_text().lower()
 
 
 def _group_gone(*, pgid: int, within_s: float) -> bool:
