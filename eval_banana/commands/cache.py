@@ -234,7 +234,8 @@ def _prune(*, config: ConfigDoc, folder: Path, args: argparse.Namespace) -> int:
     with cache_writes(cache=folder) as alone:
         if not alone:
             raise CacheOperationError(
-                f"The cache {folder} is in use by a run (its lock {folder / '.lock'} is held); "
+                f"The cache {folder} is in use by a run (its lock {folder / '.lock'}, or the "
+                "folder itself, is held); "
                 "nothing was pruned",
                 hint="prune once that run has ended",
             )

@@ -8,7 +8,9 @@ A run's watch takes any change to eb's own files while its checks execute for a 
 shared cache, the old run folders `[core] keep_runs` deletes from a shared output folder. So
 those are made only while no run's checks execute there, and otherwise left to a later run.
 The cache folder itself too: a run whose checks execute while it is missing watches for it to
-appear, and holds the folder it would be made in shared (`made_in_turn`).
+appear, and holds the folder it would be made in shared (`made_in_turn`). A cache folder there
+without its lock file, which a run that stores nothing does not make, is held by the folder
+itself (`sharing`), which a change to the cache takes too (`alone`).
 
 A record eb rewrites whole at every run's end, which no watch counts (`lastfailed.json`), is
 taken in turns by the file itself (`holding_file`): never by the folder, which every run's
@@ -82,22 +84,32 @@ def made_in_turn(*, folder: Path) -> bool:
 
 
 def _make_lock_file(*, path: Path) -> None:
-    if not path.exists():
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o644))
+    os.close(_opened_lock_file(path=path))
+
+
+def _opened_lock_file(*, path: Path) -> int:
+    """The lock file at `path`, opened for reading (so holding it never looks like a write),
+    made empty first when missing. O_CREAT without O_EXCL: processes making it at once each
+    open the one file the first of them made, never a file of their own. OSError where the
+    folder is missing or the file cannot be made."""
+    try:
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return os.open(path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
 
 
 def _open_lock(*, folder: Path, create: bool) -> int | None:
-    """The folder's lock file, opened for reading (so holding it never looks like a write);
-    None without the folder or where it cannot be opened. `create`: the folder made when
-    missing, in its turn (`made_in_turn`: None while another process's checks watch for it),
-    and the lock file."""
+    """The folder's lock file, opened for reading; None without the folder or where it cannot
+    be opened, and without the lock file unless `create`: the folder made when missing, in its
+    turn (`made_in_turn`: None while another process's checks watch for it), and the lock
+    file."""
     path = folder / LOCK_NAME
     try:
-        if create:
-            if not made_in_turn(folder=folder):
-                return None
-            _make_lock_file(path=path)
-        return os.open(path, os.O_RDONLY)
+        if not create:
+            return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        if not made_in_turn(folder=folder):
+            return None
+        return _opened_lock_file(path=path)
     except OSError:
         return None
 
@@ -167,13 +179,31 @@ def sharing_folder(
     Nothing is taken where this process holds the folder alone already."""
     with contextlib.suppress(OSError):
         folder.mkdir(parents=True, exist_ok=True)
+    return _closing(_folder_shared(folder=folder, waits=waits))
+
+
+def _folder_shared(*, folder: Path, waits: Callable[[], None]) -> int | None:
+    """`folder` itself held shared, waiting while another process holds it alone (`waits` says
+    so first): the descriptor holding it; None where the folder is not there (nothing is made
+    here) or this process holds it alone already."""
+    with contextlib.suppress(OSError):
         if _identity(os.stat(folder)) in _HELD_ALONE:
-            return contextlib.nullcontext()
+            return None
     fd, busy = _lock_folder(folder=folder, exclusive=False)
     if busy:
         waits()
         fd, _ = _lock_folder(folder=folder, exclusive=False, wait=True)
-    return _closing(fd)
+    return fd
+
+
+def _folder_alone(*, folder: Path) -> tuple[int | None, bool]:
+    """`folder` itself taken alone, never waiting: (the descriptor holding it, or None;
+    whether another process holds it). Nothing is taken where this process holds it alone
+    already."""
+    with contextlib.suppress(OSError):
+        if _identity(os.stat(folder)) in _HELD_ALONE:
+            return None, False
+    return _lock_folder(folder=folder, exclusive=True)
 
 
 def _identity(status: os.stat_result) -> tuple[int, int]:
@@ -263,12 +293,18 @@ def sharing(
     before it holds the folder the cache would be made in). While the folder is missing, the
     folder it would be made in is held shared too (`sharing_folder`, `waits` said first while
     another process makes it): no other eb process makes it meanwhile, which this run's watch
-    would take for a check's doing."""
+    would take for a check's doing. A folder that is there without its lock file (a CI cache
+    restored without it, a folder made by hand), which a process that stores nothing does not
+    make (`--cache off`, `read-only`, `eb calibrate`: nothing in the folder is created), or that
+    cannot be made, is held by the folder itself, shared: `alone` takes it too."""
     with contextlib.ExitStack() as stack:
         if not folder.is_dir():
             stack.enter_context(sharing_folder(folder=nearest_folder(folder), waits=waits))
         # Made meanwhile (awaited above), it is held as one found there.
-        stack.enter_context(_closing(_flock(folder=folder, create=create, exclusive=False)))
+        fd = _flock(folder=folder, create=create, exclusive=False)
+        if fd is None:
+            fd = _folder_shared(folder=folder, waits=waits)
+        stack.enter_context(_closing(fd))
         yield
 
 
@@ -276,10 +312,24 @@ def sharing(
 def alone(*, folder: Path) -> Iterator[bool]:
     """Held (exclusive) while eb changes `folder` outside any run's checks; yields False, never
     waiting, while another run's checks execute (then the change is left to a later run), and
-    while the folder is missing and may not be made (`made_in_turn`)."""
+    while the folder is missing and may not be made (`made_in_turn`). Both turns are taken:
+    the lock file, and the folder itself, which checks that found no lock file hold
+    (`sharing`)."""
     if not made_in_turn(folder=folder):
         yield False
         return
+    held, busy = _folder_alone(folder=folder)
+    with _closing(held):
+        if busy:
+            yield False
+            return
+        with _lock_file_alone(folder=folder) as ours:
+            yield ours
+
+
+@contextlib.contextmanager
+def _lock_file_alone(*, folder: Path) -> Iterator[bool]:
+    """`alone` on the folder's lock file (made when missing), never waiting."""
     fd = _open_lock(folder=folder, create=True)
     if fd is None or fcntl is None:
         if fd is not None:

@@ -45,6 +45,22 @@ def test_a_cache_is_no_runs_alone_while_another_runs_checks_with_it(tmp_path: Pa
     assert (cache / LOCK_NAME).is_file()
 
 
+def test_a_cache_folder_without_its_lock_file_is_held_by_a_run_that_makes_none(
+    tmp_path: Path,
+) -> None:
+    # Restored without its `.lock` (or made by hand): a run that stores nothing (cache off or
+    # read-only, a calibration) makes no file there, and no other run stores while it holds it.
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    with sharing(folder=cache, create=False):
+        assert list(cache.iterdir()) == []
+        with alone(folder=cache) as ours:
+            assert ours is False
+    with alone(folder=cache) as ours:
+        assert ours is True
+    assert (cache / LOCK_NAME).is_file()  # made by the run that stores
+
+
 def test_a_file_another_process_holds_is_waited_for_and_held_as_that_process_left_it(
     tmp_path: Path,
 ) -> None:

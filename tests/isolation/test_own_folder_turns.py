@@ -263,3 +263,45 @@ def test_another_run_rewriting_a_linked_lastfailed_json_is_no_judge_s_doing(
     assert beside.returncode == 1, beside.stdout + beside.stderr
     assert "The project changed" not in done.stdout + done.stderr, done.stdout
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    "first",
+    [["calibrate"], ["run", "--no-html", "--check-id", "judge", "--cache", "off"]]
+    + [["run", "--no-html", "--check-id", "judge", "--cache", "read-only"]],
+    ids=["calibrate", "run-cache-off", "run-cache-read-only"],
+)
+def test_a_cache_folder_without_its_lock_file_is_held_by_judges_that_do_not_store(
+    tmp_path: Path, first: list[str]
+) -> None:
+    # The cache folder is there but its `.lock` is not (a CI cache restore that dropped it, a
+    # folder made by hand). A process that stores nothing opened no lock file, so held
+    # nothing; the cache-on run beside its judges made `.lock`, took it alone and stored its
+    # verdict while they ran: the judges were errors (`eb's own files changed while this
+    # judge ran: .eval-banana/cache/...`) and their process removed that run's stored files.
+    root = _project(tmp_path / "proj", cache="on")
+    made = subprocess.run(
+        [*EB, "run", "--cwd", str(root), "--no-html", "--check-id", "other"],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+    assert made.returncode == 0, made.stderr
+    cache = root / ".eval-banana" / "cache"
+    (cache / ".lock").unlink()
+    other = root / "eval_checks" / "other.yaml"
+    other.write_text(other.read_text().replace("script: pass", 'script: "pass  # v2"'))
+    stored_before = sorted(cache.rglob("entries/*/*.json"))
+    done, beside = _side_by_side(
+        tmp_path,
+        first=[*first, "--cwd", str(root)],
+        second=["run", "--cwd", str(root), "--no-html", "--check-id", "other"],
+    )
+    assert beside.returncode == 0, beside.stdout + beside.stderr
+    assert "changed while this judge ran" not in done.stdout + done.stderr, done.stdout
+    assert done.returncode == 0, done.stdout + done.stderr
+    # The cache-on run took its turn after the judges' process, and stored nothing meanwhile.
+    assert "the verdicts of this run are not stored" in beside.stderr, beside.stderr
+    assert sorted(cache.rglob("entries/*/*.json")) == stored_before
+    assert (cache / ".lock").is_file()  # made by the cache-on run, which may write there
