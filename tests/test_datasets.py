@@ -578,6 +578,63 @@ def test_a_csv_skip_cell_a_checkbox_column_wrote_is_refused_not_taken_as_a_reaso
     assert code == 0 and [c["reason"] for c in report["skipped"]] == ["no API key"], report
 
 
+# What SQL Server, pandas, MySQL and spreadsheets write for a missing value, as a `skip` cell.
+MISSING_SKIPS = ["NULL", "None", "nan", "NaN", " N/A ", "n/a", "null", "NA", "#N/A", "(null)"]
+
+
+def test_a_skip_cell_holding_a_missing_value_is_refused_not_taken_as_a_reason(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """A CSV exported from SQL Server or a DataFrame writes a missing `skip` as NULL, None, nan
+    or N/A: read as reasons they skipped every case, and a family gated at 0.9 whose every
+    answer was wrong passed "not measured", exit 0."""
+    rows = "".join(f"c{n},case {n},no,{cell}\n" for n, cell in enumerate(MISSING_SKIPS))
+    family = SCRIPT_FAMILY.format(source="cases_from: data/rows.csv\nmin_pass_rate: 0.9")
+    root = project(
+        {
+            "eval_checks/fam.yaml": family,
+            "data/rows.csv": "id,name,ok,skip\n" + rows,
+            # A JSONL row's skip text, and MySQL's and PostgreSQL's \N, are held the same.
+            "data/more.jsonl": '{"id": "j1", "name": "j", "ok": "no", "skip": "\\\\N"}\n',
+        },
+        config=CONFIG,
+    )
+    validated = eb("validate", "--cwd", str(root), "--json")
+    assert validated.exit_code == 2, validated.stdout
+    errors = json.loads(validated.stdout)["errors"]
+    assert [(e["line"], e["field_path"], e["message"]) for e in errors] == [
+        (
+            n + 2,
+            "case.skip",
+            f"data/rows.csv line {n + 2}: case 'c{n}': skip '{cell.strip()}' is how a database, "
+            "pandas or a spreadsheet writes a missing value, not the reason the case is skipped",
+        )
+        for n, cell in enumerate(MISSING_SKIPS)
+    ]
+    assert {e["hint"] for e in errors} == {
+        "leave the skip cell empty for the case to run; write the reason to skip it (such as "
+        "'flaky upstream')"
+    }
+    ran = eb("run", "--cwd", str(root))
+    assert ran.exit_code == 2, ran.stdout
+    (root / "eval_checks/fam.yaml").write_text(family.replace("rows.csv", "more.jsonl"))
+    error = _the_validate_error(eb, root)
+    assert (error["line"], error["field_path"], error["hint"]) == (
+        1,
+        "case.skip",
+        "leave skip out (or write null) for the case to run; write the reason to skip it (such "
+        "as 'flaky upstream')",
+    ), error
+    assert error["message"].startswith("data/more.jsonl line 1: case 'j1': skip '\\\\N' is how")
+    # A reason that merely starts with such a word is a reason; an empty cell runs its case.
+    (root / "eval_checks/fam.yaml").write_text(family)
+    (root / "data/rows.csv").write_text(
+        "id,name,ok,skip\na,first,yes,\nb,second,no,null pointer upstream\n"
+    )
+    code, report = _run(eb, root)
+    assert code == 0 and [c["reason"] for c in report["skipped"]] == ["null pointer upstream"]
+
+
 @pytest.mark.parametrize(
     ("source", "files", "hint"),
     [

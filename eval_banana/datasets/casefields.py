@@ -7,7 +7,12 @@ import json
 import re
 from typing import Any, NamedTuple
 
-from eval_banana.core.caseid import CASE_ID_PATTERN, NO_REASON_WORDS, NUMBER_TEXT
+from eval_banana.core.caseid import (
+    CASE_ID_PATTERN,
+    MISSING_VALUE_WORDS,
+    NO_REASON_WORDS,
+    NUMBER_TEXT,
+)
 
 CASE_ID = re.compile(CASE_ID_PATTERN)
 
@@ -53,6 +58,9 @@ _ONE_TAG = re.compile(r"[^\s,]+")
 # FALSE, a flag column 0 and 1), or holds no letter or digit (`-`, a check mark): no reason. Taken
 # as one, `FALSE` would skip the very case it means to run.
 _NO_REASON = re.compile(rf"(?i:{'|'.join(NO_REASON_WORDS)})|{NUMBER_TEXT}|\W*")
+# A `skip` that is how SQL Server, pandas or a spreadsheet writes a missing value (`NULL`, `nan`,
+# `N/A`): the cell was empty where it came from, so the case was meant to run.
+_MISSING_VALUE = re.compile(f"(?i:{'|'.join(map(re.escape, MISSING_VALUE_WORDS))})")
 _TAGS_HINT = "give tags a list of words (in a CSV cell: words separated by commas or spaces)"
 
 
@@ -85,16 +93,31 @@ def case_tags(*, value: dict[str, Any], cells: bool) -> tuple[list[str], str | N
     if skip is None:
         return tags, None
     reason = skip.strip() if isinstance(skip, str) else ""
-    if not reason or _NO_REASON.fullmatch(reason):
+    said = _no_reason(reason)
+    if said is not None:
         runs = "leave the skip cell empty" if cells else "leave skip out (or write null)"
         return Refused(
-            f"skip {reason!r} is a yes/no, a number or a mark, not the reason the case is skipped"
-            if reason
-            else "skip must be a non-empty reason",
+            said,
             f"{runs} for the case to run; write the reason to skip it (such as 'flaky upstream')",
             "case.skip",
         )
     return tags, reason
+
+
+def _no_reason(reason: str) -> str | None:
+    """Why a `skip` text (stripped) is no reason to skip its case; None when it is one."""
+    if not reason:
+        return "skip must be a non-empty reason"
+    if _MISSING_VALUE.fullmatch(reason):
+        return (
+            f"skip {reason!r} is how a database, pandas or a spreadsheet writes a missing value, "
+            "not the reason the case is skipped"
+        )
+    if _NO_REASON.fullmatch(reason):
+        return (
+            f"skip {reason!r} is a yes/no, a number or a mark, not the reason the case is skipped"
+        )
+    return None
 
 
 def _tags_text_refused(tags: str) -> Refused:

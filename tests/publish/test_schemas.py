@@ -132,6 +132,10 @@ BAD_FAMILIES = {
     "case_skip_a_boolean": _FAMILY + "cases: [{id: a, skip: true}]\n",
     "case_skip_yes_no_text": _FAMILY + 'cases: [{id: a, skip: " FALSE "}]\n',
     "case_skip_a_number_text": _FAMILY + 'cases: [{id: a, skip: "-1.5"}]\n',
+    "case_skip_missing_value_text": _FAMILY + 'cases: [{id: a, skip: " #N/A "}]\n',
+    "case_skip_null_in_parens": _FAMILY + 'cases: [{id: a, skip: "(null)"}]\n',
+    "case_skip_backslash_n": _FAMILY + 'cases: [{id: a, skip: "\\\\N"}]\n',
+    "case_skip_none_text": _FAMILY + "cases: [{id: a, skip: None}]\n",
     "case_tags_not_text": _FAMILY + "cases: [{id: a, tags: [1]}]\n",
     "case_tags_text_with_a_comma": _FAMILY + 'cases: [{id: a, tags: "smoke, slow"}]\n',
     "case_tags_text_with_a_space": _FAMILY + 'cases: [{id: a, tags: "smoke slow"}]\n',
@@ -146,6 +150,8 @@ GOOD_FAMILIES = {
     "unset_family_keys": _FAMILY + "min_pass_rate: null\ncase_schema: null\n",
     "case_skip_and_tags": _FAMILY + "cases: [{id: a, skip: flaky upstream, tags: slow}, "
     "{id: b, skip: null, tags: [x, y]}, {id: c, skip: 'no: see issue 4'}, {id: d, skip: née}]\n",
+    "case_skip_reason_naming_null": _FAMILY + "cases: [{id: a, skip: null pointer upstream}, "
+    "{id: b, skip: Nanjing outage}, {id: c, skip: n/a until v2}]\n",
     "case_tags_null": _FAMILY + "cases: [{id: a, tags: null, skip: null}]\n",
     "case_tag_with_a_space_in_a_list": _FAMILY + 'cases: [{id: a, tags: ["needs review"]}]\n',
 }
