@@ -420,10 +420,13 @@ def test_a_csv_row_with_a_line_break_in_a_cell_is_told_at_its_first_line(
         },
         config=CONFIG,
     )
-    error = _the_validate_error(eb, root)
-    # The ragged row is on line 5: the quoted cell spans lines 2 and 3, line 4 is blank.
-    assert error["line"] == 5, error
-    assert error["message"].startswith("Dataset data/rows.csv row at line 5 has 3 cells")
+    validated = eb("validate", "--cwd", str(root), "--json")
+    assert validated.exit_code == 2, validated.stdout
+    # The quoted cell spans lines 2 and 3; line 4 is empty, a row of no cells; line 5 is ragged.
+    assert [(e["line"], e["message"]) for e in json.loads(validated.stdout)["errors"]] == [
+        (4, "Dataset data/rows.csv row at line 4 is an empty line; the header has 2 columns"),
+        (5, "Dataset data/rows.csv row at line 5 has 3 cells; the header has 2"),
+    ]
     (root / "data/rows.csv").write_text('name,ok\n"two\nlines",yes\nthree,no\n')
     # eb list keeps one TSV line per case: the cell's line break is a space there.
     listed = eb("list", "--cwd", str(root), "--cases")
@@ -431,6 +434,83 @@ def test_a_csv_row_with_a_line_break_in_a_cell_is_told_at_its_first_line(
         "case two lines",
         "case three",
     ]
+
+
+# A one-column family whose case fails on an empty answer, gated at 1.0.
+ANSWER_FAMILY = """\
+schema_version: 1
+id: answers
+type: deterministic
+description: "answer {{ case.answer }}"
+cases_from: data/answers.csv
+min_pass_rate: 1.0
+script: |
+  import json, sys
+  case = json.load(open(sys.argv[1]))["case"]
+  sys.exit(0 if case["answer"].strip() else 1)
+"""
+
+
+def test_an_empty_line_of_a_one_column_csv_is_a_case_whose_cell_is_empty(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """A spreadsheet saves a one-column sheet's empty cell as an empty line: eb dropped it, so
+    the case that should fail was no case, the ids after it shifted, and a gate of 1.0 held
+    2/2. The empty lines after the last row (an editor's) add no case."""
+    root = project(
+        {
+            "eval_checks/answers.yaml": ANSWER_FAMILY,
+            "data/answers.csv": "answer\r\nParis\r\n\r\nSeine\r\n\r\n\r\n",
+        },
+        config=CONFIG,
+    )
+    listed = eb("list", "--cwd", str(root), "--cases")
+    assert [line.split("\t")[:3] for line in listed.stdout.splitlines()] == [
+        ["answers[1]", "deterministic", "answer Paris"],
+        ["answers[2]", "deterministic", "answer "],
+        ["answers[3]", "deterministic", "answer Seine"],
+    ], listed.stdout
+    code, report = _run(eb, root)
+    assert code == 1, report
+    assert _statuses(report) == {
+        "answers[1]": "passed",
+        "answers[2]": "failed",
+        "answers[3]": "passed",
+    }, report
+    (family,) = report["families"]
+    assert (family["cases"], family["passed"], family["gate_held"]) == (3, 2, False), family
+
+
+def test_an_empty_line_between_rows_of_a_csv_of_several_columns_is_a_row_of_no_cells(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """A spreadsheet writes an empty row of several columns as commas, never an empty line: eb
+    dropped the line without a word. It is a ragged row told at its line; empty lines after the
+    last row are none."""
+    root = project(
+        {
+            "eval_checks/fam.yaml": SCRIPT_FAMILY.format(source="cases_from: data/rows.csv"),
+            "data/rows.csv": "name,ok\na,yes\n\nb,yes\n",
+        },
+        config=CONFIG,
+    )
+    error = _the_validate_error(eb, root)
+    assert (error["file"], error["line"], error["field_path"]) == (
+        "data/rows.csv",
+        3,
+        "cases_from",
+    ), error
+    assert error["message"] == (
+        "Dataset data/rows.csv row at line 3 is an empty line; the header has 2 columns"
+    )
+    assert error["hint"].startswith("delete the empty line"), error
+    (root / "data/rows.csv").write_text("name,ok\na,yes\n,\nb,yes\n\n\n")
+    code, report = _run(eb, root)
+    assert code == 1 and _statuses(report) == {
+        "fam[1]": "passed",
+        "fam[2]": "failed",
+        "fam[3]": "passed",
+    }, report
 
 
 def test_a_csv_skip_and_tags_column_is_empty_for_the_cases_it_does_not_mark(

@@ -10,10 +10,15 @@ import csv
 import io
 import re
 from collections import Counter
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, NamedTuple
 
 from eval_banana.core.errors import DefinitionError
 from eval_banana.core.words import visible
 from eval_banana.datasets.rows import Row, TooManyRows, dataset_problem
+
+if TYPE_CHECKING:
+    from _csv import Reader
 
 _OTHER_DELIMITERS = {";": "semicolons", "\t": "tabs", "|": "bars"}
 
@@ -153,31 +158,33 @@ def _csv_rows(
             ),
         )
     rows: list[Row] = []
-    # A quoted cell may hold line breaks: a row is told at the line it starts on, one after
-    # the last line the previous row ended on.
-    ended = reader.line_num
     seen = 0
     # Rows are looked at for a space before a cell's quote only in a file that has one.
     spaced = ' "' in text or '\t"' in text
-    while True:
-        start = handle.tell()
-        try:
-            cells = next(reader, None)
-        except csv.Error:
-            # The reader goes on at the next line: every bad row is told in one pass.
-            line, ended = ended + 1, reader.line_num
-            problems.append(
-                _bad_quote(file=file, line=line, row=text[start : handle.tell()], lines=ended)
-            )
-            continue
-        if cells is None:
-            break
-        line, ended = ended + 1, reader.line_num
-        if not cells:
+    reads = _reads(reader=reader, handle=handle, text=text, header_ended=reader.line_num)
+    for read in reads:
+        line = read.line
+        if read.cells is None:
+            problems.append(_bad_quote(file=file, line=line, row=read.text, lines=read.ended))
             continue
         if limit is not None and seen >= limit:
-            raise TooManyRows(counted=seen + 1 + sum(1 for more in reader if more))
+            raise TooManyRows(counted=seen + 1 + sum(1 for _ in reads))
         seen += 1
+        cells = read.cells
+        if not cells and len(names) > 1:
+            problems.append(
+                dataset_problem(
+                    file=file,
+                    line=line,
+                    message=f"Dataset {file} row at line {line} is an empty line; the header "
+                    f"has {len(names)} columns",
+                    hint="delete the empty line (a row of empty cells is written with the "
+                    "commas between them: ',')",
+                )
+            )
+            continue
+        # A one-column sheet's empty cell is saved as an empty line: a case whose cell is empty.
+        cells = cells or [""]
         spaced_quote = _spaced_quote(cells) if spaced else None
         if spaced_quote is not None:
             problems.append(
@@ -212,6 +219,47 @@ def _csv_rows(
             )
         )
     return rows
+
+
+class _Read(NamedTuple):
+    """One row after the header, as the strict reader read it."""
+
+    line: int  # the line it starts on
+    cells: list[str] | None  # [] for an empty line; None for a row the reader refused
+    text: str  # a refused row's text, to where the reader stopped
+    ended: int  # the line the reader stopped on
+
+
+def _reads(*, reader: Reader, handle: io.StringIO, text: str, header_ended: int) -> Iterator[_Read]:
+    """The rows after the header, every empty line among them one (a one-column sheet saves an
+    empty cell as an empty line, and dropping it would shift every positional id after it);
+    empty lines after the last row are none: no spreadsheet writes an empty row at the end (it
+    is one of the endless empty rows of the sheet), an editor leaves them."""
+    # A quoted cell may hold line breaks: a row is told at the line it starts on, one after
+    # the last line the previous row ended on.
+    ended = header_ended
+    empty: list[_Read] = []  # empty lines not yet known to come before a row
+    while True:
+        start = handle.tell()
+        try:
+            cells = next(reader, None)
+        except csv.Error:
+            # The reader goes on at the next line: every bad row is told in one pass.
+            line, ended = ended + 1, reader.line_num
+            yield from empty
+            empty.clear()
+            yield _Read(line=line, cells=None, text=text[start : handle.tell()], ended=ended)
+            continue
+        if cells is None:
+            return
+        line, ended = ended + 1, reader.line_num
+        read = _Read(line=line, cells=cells, text="", ended=ended)
+        if not cells:
+            empty.append(read)
+            continue
+        yield from empty
+        empty.clear()
+        yield read
 
 
 _SPACED_SAID = "has a space before a quote meant to open a cell"
