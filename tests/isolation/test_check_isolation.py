@@ -99,8 +99,7 @@ def test_a_script_path_check_in_a_copy_sees_itself_in_the_copy(tmp_path: Path) -
         "open(os.path.join(os.path.dirname(__file__), 'scratch.txt'), 'w').write('x')\n"
     )
     (root / "eval_checks" / "gen.yaml").write_text(
-        "schema_version: 1\nid: gen\ntype: deterministic\ndescription: g.\n"
-        "script_path: beside.py\n"
+        "schema_version: 1\nid: gen\ntype: deterministic\ndescription: g.\nscript_path: beside.py\n"
     )
     check = _run(root, "--execution-isolation", "copy")
     assert not (root / "eval_checks" / "scratch.txt").exists()
