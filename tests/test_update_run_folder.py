@@ -12,6 +12,7 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
+from eval_banana.core.stem import artifact_stem
 from tests.conftest import EbResult
 from tests.processes import eb_process
 from tests.test_update import STAGES, Proj, _kept, _rerun_stages, _rows, _run_once, _status_ok
@@ -302,3 +303,178 @@ def test_a_stage_file_of_another_run_is_invalid_and_never_takes_its_id_over(
     assert report.returncode == 2 and "belongs to run someone_else" in report.stderr
     assert eb_process(proj.root, "stage", "score", "--run-dir", str(moved)).returncode == 0
     assert _stage_doc(moved, "score.json")["run_id"] == first.name
+
+
+def _result_file(run_dir: Path, check_id: str) -> Path:
+    return run_dir / "checks" / f"{artifact_stem(check_id=check_id)}.json"
+
+
+def _flip_verdict(path: Path) -> None:
+    """A passed check's result file says failed, as a hand or a script would edit it (a new
+    file: an edit in place of a file linked from the cache would edit the cache's copy too)."""
+    edited = path.read_bytes().replace(b'"status": "passed"', b'"status": "failed"')
+    path.unlink()
+    path.write_bytes(edited)
+
+
+def _recorded(run_dir: Path) -> dict[str, dict[str, object]]:
+    """Check id -> its result as execute.json records it."""
+    document = json.loads((run_dir / "stages" / "execute.json").read_text())
+    return {result["check_id"]: result for result in document["results"]}
+
+
+def _as_recorded(run_dir: Path, check_ids: list[str]) -> None:
+    """Each result file holds the result execute.json (and so every report) records."""
+    recorded = _recorded(run_dir)
+    for check_id in check_ids:
+        assert json.loads(_result_file(run_dir, check_id).read_text()) == recorded[check_id]
+
+
+def test_a_deleted_or_edited_result_file_is_written_again_without_running_a_check(
+    tmp_path: Path,
+) -> None:
+    """With checks/<stem>.json deleted, or its verdict flipped, `eb status` called every stage
+    ok and `eb update` said "Nothing to update": the file no longer said what execute.json and
+    the reports made from it say."""
+    proj = Proj(root=tmp_path / "proj", eb=_eb_of_its_own, failing=False)
+    before = _run_once(proj)
+    _status_ok(proj)
+    gone, edited = _result_file(proj.run_dir, "plain"), _result_file(proj.run_dir, "scripted")
+    gone.unlink()
+    _flip_verdict(edited)
+    status = proj.eb("status")
+    assert status.exit_code == 1, status.stdout + status.stderr
+    rows = _rows(status.stdout)
+    assert f"checks/{gone.name} is missing" in rows["execute"]
+    assert f"checks/{edited.name} was edited after the execute stage wrote it" in rows["execute"]
+    assert "stale  (stages/execute.json is stale)" in rows["report"]
+    assert [stage for stage, line in rows.items() if "ok" in line.split()] == list(STAGES[:4])
+    updated = proj.eb("update")
+    assert updated.exit_code == 0, updated.stdout + updated.stderr
+    assert _rerun_stages(updated.stdout) == ["execute", "score", "report"]
+    assert "0 of 3 checks to run again; 3 keep their results" in updated.stdout
+    assert f"rewrite plain's result file: checks/{gone.name} is missing" in updated.stdout
+    assert proj.ran() == Counter(proj.checks)  # no check ran again
+    assert proj.results() == before
+    _as_recorded(proj.run_dir, proj.checks)
+    _status_ok(proj)
+
+
+def test_the_result_files_of_a_sampled_dataset_family_are_watched(tmp_path: Path) -> None:
+    """A case's checks/<stem>.json under --repeats holds its result with `details` in the order
+    the samples filled it, execute.json in sorted order: the bytes eb wrote are what is
+    compared, so the run is up to date as it was made, and a case's file gone or edited is
+    seen and written again from execute.json."""
+    proj = Proj(root=tmp_path / "proj", eb=_eb_of_its_own, failing=False)
+    cases = ["greet[ada]", "greet[grace]", "greet[linus]"]
+    script = (
+        "import json, sys\nfrom pathlib import Path\n"
+        "case = json.loads(Path(sys.argv[1]).read_text())['case']['id']\n"
+        f"open({str(proj.log)!r}, 'a').write('greet[' + case + ']\\n')"
+    )
+    body = "cases:\n  - {id: ada}\n  - {id: grace}\n  - {id: linus}\nscript: |\n  "
+    proj.write_check("greet", body + script.replace("\n", "\n  "))
+    made = proj.eb("run", "--repeats", "2")
+    assert made.exit_code == 0, made.stdout + made.stderr
+    every = proj.checks + cases
+    assert proj.ran() == Counter({check_id: 2 for check_id in every})
+    _status_ok(proj)
+    run_dir = proj.run_dir
+    sampled = json.loads(_result_file(run_dir, "greet[grace]").read_text())
+    assert list(sampled["details"]) != sorted(sampled["details"])  # another order than execute's
+    written = {check_id: _result_file(run_dir, check_id).read_bytes() for check_id in cases}
+    _result_file(run_dir, "greet[ada]").unlink()
+    _flip_verdict(_result_file(run_dir, "greet[linus]"))
+    status = proj.eb("status")
+    assert status.exit_code == 1, status.stdout + status.stderr
+    row = _rows(status.stdout)["execute"]
+    assert f"checks/{_result_file(run_dir, 'greet[ada]').name} is missing" in row
+    assert f"checks/{_result_file(run_dir, 'greet[linus]').name} was edited" in row
+    updated = proj.eb("update")
+    assert updated.exit_code == 0, updated.stdout + updated.stderr
+    assert "rewrite greet[linus]'s result file" in updated.stdout
+    assert proj.ran() == Counter({check_id: 2 for check_id in every})  # no check ran again
+    for check_id in cases:  # the same result, its details in execute.json's order now
+        now = json.loads(_result_file(run_dir, check_id).read_text())
+        assert now == json.loads(written[check_id]), check_id
+    assert _result_file(run_dir, "greet[grace]").read_bytes() == written["greet[grace]"]
+    _as_recorded(run_dir, every)
+    _status_ok(proj)
+
+
+def _history_kinds(proj: Proj) -> dict[str, tuple[str, str | None]]:
+    """Run id -> the kind its history record gives it, and the run it replayed."""
+    found = {}
+    for path in (proj.root / ".eval-banana" / "history").glob("*.json"):
+        document = json.loads(path.read_text())
+        found[document["run_id"]] = (document["kind"], document.get("replayed_from"))
+    return found
+
+
+def test_the_result_files_of_cached_and_replayed_runs_are_watched(tmp_path: Path) -> None:
+    """A verdict reused from the cache links its checks/<stem>.json to the cache's copy, and a
+    replayed run links every one from the kept run: execute.json records what was linked, the
+    folders are up to date as made, and a file gone or edited in a replayed run is seen and
+    written again, no check run, the run still a replay."""
+    proj = Proj(root=tmp_path / "proj", eb=_eb_of_its_own, failing=False)
+    proj.config.write_text('[core]\noutput_dir = "runs"\n\n[cache]\nmode = "on"\n')
+    for _ in range(3):  # run, reused whole (and kept), replayed
+        made = proj.eb("run")
+        assert made.exit_code == 0, made.stdout + made.stderr
+    assert proj.ran() == Counter(proj.checks)
+    kinds = _history_kinds(proj)
+    first, cached, replayed = sorted(kinds)
+    assert kinds[replayed] == ("replay", cached)
+    for run_id in (cached, replayed):
+        run_dir = proj.root / "runs" / run_id
+        status = proj.eb("status", "--run-dir", str(run_dir))
+        assert status.exit_code == 0, status.stdout + status.stderr
+        assert _result_file(run_dir, "plain").stat().st_nlink > 1  # linked from the cache
+    run_dir = proj.root / "runs" / replayed
+    _result_file(run_dir, "plain").unlink()
+    _flip_verdict(_result_file(run_dir, "reads_src"))
+    status = proj.eb("status", "--run-dir", str(run_dir))
+    assert status.exit_code == 1, status.stdout + status.stderr
+    assert f"checks/{_result_file(run_dir, 'plain').name} is missing" in status.stdout
+    updated = proj.eb("update", "--run-dir", str(run_dir))
+    assert updated.exit_code == 0, updated.stdout + updated.stderr
+    assert proj.ran() == Counter(proj.checks)
+    _as_recorded(run_dir, proj.checks)
+    status = proj.eb("status", "--run-dir", str(run_dir))
+    assert status.exit_code == 0, status.stdout + status.stderr
+    assert _history_kinds(proj)[replayed] == ("replay", cached)
+    # The kept run the replay linked from is as it was.
+    _as_recorded(proj.root / "runs" / cached, proj.checks)
+
+
+def test_the_result_files_of_a_merged_run_are_watched(tmp_path: Path) -> None:
+    """`eb merge` links each shard's checks/<stem>.json in: execute.json records the shards'
+    digests, so the merged folder is up to date as made, and a file gone from it is seen and
+    written again from the merged execute.json, the shard's own copy left alone."""
+    proj = Proj(root=tmp_path / "proj", eb=_eb_of_its_own, failing=False)
+    shards = []
+    for index in (1, 2):
+        out = proj.root / "shards" / str(index)
+        made = proj.eb("run", "--shard", f"{index}/2", "--output-dir", str(out))
+        assert made.exit_code == 0, made.stdout + made.stderr
+        (shard,) = out.iterdir()
+        shards.append(shard)
+    merged = proj.eb("merge", "--output-dir", str(proj.root / "merged"), *map(str, shards))
+    assert merged.exit_code == 0, merged.stdout + merged.stderr
+    (run_dir,) = (proj.root / "merged").iterdir()
+    status = proj.eb("status", "--run-dir", str(run_dir))
+    assert status.exit_code == 0, status.stdout + status.stderr
+    gone = _result_file(run_dir, "plain")
+    (owner,) = [shard for shard in shards if _result_file(shard, "plain").is_file()]
+    kept = _result_file(owner, "plain").read_bytes()
+    gone.unlink()
+    status = proj.eb("status", "--run-dir", str(run_dir))
+    assert status.exit_code == 1, status.stdout + status.stderr
+    assert f"checks/{gone.name} is missing" in _rows(status.stdout)["execute"]
+    updated = proj.eb("update", "--run-dir", str(run_dir))
+    assert updated.exit_code == 0, updated.stdout + updated.stderr
+    assert proj.ran() == Counter(proj.checks)
+    _as_recorded(run_dir, proj.checks)
+    assert _result_file(owner, "plain").read_bytes() == kept
+    status = proj.eb("status", "--run-dir", str(run_dir))
+    assert status.exit_code == 0, status.stdout + status.stderr

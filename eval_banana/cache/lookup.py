@@ -35,10 +35,11 @@ from eval_banana.runners.results import utc_now
 
 
 class Hit(NamedTuple):
-    """A reused verdict, and whether checks/<stem>.json is already in place (linked)."""
+    """A reused verdict, and the digest of checks/<stem>.json when it is already in place
+    (linked to the entry's copy); None: the run writes the file itself."""
 
     result: CheckResult
-    result_file_placed: bool
+    placed_result_sha256: str | None
 
 
 def look_up_entry(
@@ -119,7 +120,7 @@ def look_up_entry(
     if not transcripts and names_a_transcript(details=result.details):
         # The stored text names the transcript this run leaves out: it is written afresh.
         rewrite_attempt_results(checks_dir=checks_dir, stem=check.stem, details=result.details)
-        return Hit(result=without_transcripts(result=result), result_file_placed=False)
+        return Hit(result=without_transcripts(result=result), placed_result_sha256=None)
     placed = place_result(
         store=store,
         checks_dir=checks_dir,
@@ -129,7 +130,7 @@ def look_up_entry(
         text_read=text_read,
         discard_damaged=mode == "on",
     )
-    return Hit(result=result, result_file_placed=placed)
+    return Hit(result=result, placed_result_sha256=placed)
 
 
 def _unheld_problem(*, check: PlannedCheck, document: Mapping[str, Any]) -> str | None:

@@ -38,6 +38,7 @@ from eval_banana.runners.results import (
     held_back_result,
     judge_expectation,
     not_run_result,
+    result_file_digest,
     with_error_class,
     write_check_result,
 )
@@ -104,6 +105,9 @@ class PlanRun:
         )
         self.project_root = Path(config.project_root)
         self.results: list[CheckResult | None] = [None] * len(self.checks)
+        # By plan position: the result eb last put in checks/<stem>.json, and the digest of
+        # those bytes (`result_file_digests`).
+        self.files: list[tuple[CheckResult, str] | None] = [None] * len(self.checks)
         self.not_run: list[bool] = [False] * len(self.checks)
         self.stop = stop_signal(cancel=cancel)
         self.halt = MaxfailGate(maxfail=config.settings.core.maxfail)
@@ -199,18 +203,28 @@ class PlanRun:
         return None
 
     def _finish(
-        self, *, position: int, result: CheckResult, never_started: bool, written: bool = False
+        self,
+        *,
+        position: int,
+        result: CheckResult,
+        never_started: bool,
+        written: str | None = None,
     ) -> None:
-        """Keep the result of the check at `position` (its file written unless `written`)."""
+        """Keep the result of the check at `position` (its file written, unless `written`
+        holds the digest of the one the cache linked in its place)."""
         check = self.checks[position]
         self.not_run[position] = never_started
         result = with_error_class(result=result, cancel=self.stop)
-        if not written:
+        if written is None:
             try:
-                write_check_result(checks_dir=self.checks_dir, stem=check.stem, result=result)
+                written = write_check_result(
+                    checks_dir=self.checks_dir, stem=check.stem, result=result
+                )
             except WriteFault as fault:
                 self.faults.add(fault=fault, stop=self.stop)
                 result = result if never_started else fault_result(check=check, fault=fault)
+        if written is not None:
+            self.files[position] = (result, written)
         self.results[position] = result
         if not never_started:
             notify(self.on_result, check, result)
@@ -322,6 +336,21 @@ class PlanRun:
         else:
             self._faulted(position=item.position, work=lambda: self._run_sample(item=item))
 
+    def result_file_digests(self) -> dict[str, str]:
+        """Check id -> the digest of checks/<stem>.json as the run leaves it, for every check
+        with a result. Known from its writing; a result replaced since (charged with a change
+        to eb's state, marked by the cache, a check eb could not write) is the text written
+        last, or the one that belongs there: rendered again."""
+        digests: dict[str, str] = {}
+        for check, result, file in zip(self.checks, self.results, self.files, strict=True):
+            if result is None:
+                continue
+            if file is not None and file[0] is result:
+                digests[check.id] = file[1]
+            else:
+                digests[check.id] = result_file_digest(result=result)
+        return digests
+
     # --- the stored verdicts, then the rest ----------------------------------------------------
 
     def _reuse(self, *, item: Item) -> bool:
@@ -339,7 +368,7 @@ class PlanRun:
             position=item.position,
             result=hit.result,
             never_started=False,
-            written=hit.result_file_placed,
+            written=hit.placed_result_sha256,
         )
         return True
 

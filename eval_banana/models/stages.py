@@ -432,6 +432,15 @@ class ExecuteDoc(StageEnvelope):
         "file it led to, `<id>><mode>:<id>`); eb status and eb update compare it with the "
         "artifact on disk, as the verdict cache's key holds it.",
     )
+    result_file_digests: dict[str, str] = Field(
+        default_factory=dict,
+        description="Check id -> sha256:<hex> of checks/<stem>.json's bytes as eb wrote them "
+        "(or linked them from the verdict cache, from a kept run, from a shard): eb status marks "
+        "the stage stale when one is gone or has other bytes now, and eb update writes it again "
+        "from its result here, running no check. A check eb wrote no such file for (a rerun's "
+        "placeholder for a check it left out) has none, and an execute.json written before eb "
+        "recorded them has none at all: those files are not looked at.",
+    )
 
 
 class RemoteRejections(Record):

@@ -3,6 +3,7 @@ results merged over the earlier execute stage, one result per planned check agai
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 
 from eval_banana.harness.usage import usage_tokens, usage_totals
@@ -91,6 +92,9 @@ def merge_results(*, plan: PlanDoc, fresh: ExecuteDoc, previous: ExecuteDoc | No
                 fresh=fresh.artifact_ids,
                 kept=previous.artifact_ids if previous is not None else {},
             ),
+            "result_file_digests": _kept_files(
+                results=results, fresh=fresh, earlier=earlier, previous=previous
+            ),
             **_run_times(fresh=fresh, previous=previous),
         }
     )
@@ -123,18 +127,58 @@ def _merged_by_check(
     return digests
 
 
-def rewrite_moved_evidence(
-    *, run_dir: Path, plan: PlanDoc, merged: ExecuteDoc, previous: ExecuteDoc | None
-) -> None:
-    """checks/<stem>.json of each kept result that now names another check file than it did
-    (`_kept_result`): the evidence says what execute.json and the report say."""
+def _kept_files(
+    *,
+    results: list[CheckResult],
+    fresh: ExecuteDoc,
+    earlier: Earlier,
+    previous: ExecuteDoc | None,
+) -> dict[str, str]:
+    """The digest of each result's checks/<stem>.json: the rerun's own, else the one recorded
+    with a result kept as it was. A kept result that names its moved check file is written
+    again (`rewrite_kept_results`); a placeholder for a check with no earlier result has no
+    file."""
+    recorded = previous.result_file_digests if previous is not None else {}
+    digests: dict[str, str] = {}
+    for result in results:
+        check_id = result.check_id
+        if check_id in fresh.result_file_digests:
+            digests[check_id] = fresh.result_file_digests[check_id]
+        elif (
+            check_id in recorded
+            and earlier.get((check_id, result.check_definition_sha256)) is result
+        ):
+            digests[check_id] = recorded[check_id]
+    return digests
+
+
+def rewrite_kept_results(
+    *,
+    run_dir: Path,
+    plan: PlanDoc,
+    merged: ExecuteDoc,
+    previous: ExecuteDoc | None,
+    damaged: Collection[str] = (),
+) -> ExecuteDoc:
+    """`merged` with checks/<stem>.json written again for each kept result that now names
+    another check file than it did (`_kept_result`: the evidence says what execute.json and
+    the report say), and for those `damaged` names (check ids whose file is gone or was
+    edited: written from the result execute.json keeps, no check run); their new digests
+    recorded."""
     if previous is None:
-        return
+        return merged
     before = {
         (result.check_id, result.check_definition_sha256): result.source_path
         for result in previous.results
     }
+    digests = dict(merged.result_file_digests)
     for check, result in zip(plan.checks, merged.results, strict=True):
         was = before.get((result.check_id, result.check_definition_sha256))
-        if was is not None and was != result.source_path:
-            write_check_result(checks_dir=run_dir / "checks", stem=check.stem, result=result)
+        if was is None or (was == result.source_path and result.check_id not in damaged):
+            continue
+        digests[result.check_id] = write_check_result(
+            checks_dir=run_dir / "checks", stem=check.stem, result=result
+        )
+    if digests == merged.result_file_digests:
+        return merged
+    return merged.model_copy(update={"result_file_digests": digests})

@@ -12,7 +12,7 @@ from eval_banana.incremental.changed import pin_changed_since
 from eval_banana.models.config import Selection
 from eval_banana.models.stages import ConfigDoc, DiscoverDoc, ExecuteDoc, GuardDoc, PlanDoc
 from eval_banana.pipeline.agreeing import refuse_disagreement
-from eval_banana.pipeline.partial import merge_results, rewrite_moved_evidence
+from eval_banana.pipeline.partial import merge_results, rewrite_kept_results
 from eval_banana.pipeline.relocation import relocation
 from eval_banana.pipeline.remembering import remember_failures, remembered_before
 from eval_banana.pipeline.stageselect import narrowed_plan, selecting
@@ -204,9 +204,11 @@ def rerun_execute(request: StageRequest) -> int:
     doc = fresh
     if request.selection is not None:
         full_plan: PlanDoc = read_stage(run_dir=request.run_dir, stage="validate")
-        doc = merge_results(plan=full_plan, fresh=fresh, previous=previous)
-        rewrite_moved_evidence(
-            run_dir=request.run_dir, plan=full_plan, merged=doc, previous=previous
+        doc = rewrite_kept_results(
+            run_dir=request.run_dir,
+            plan=full_plan,
+            merged=merge_results(plan=full_plan, fresh=fresh, previous=previous),
+            previous=previous,
         )
     execute_stage.write_execute_stage(run_dir=request.run_dir, doc=doc)
     # The verdicts it reached are remembered as `eb run` and `eb update` remember theirs: the

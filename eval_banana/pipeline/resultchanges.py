@@ -13,6 +13,7 @@ from eval_banana.models.result import NOT_RUN as NOT_RUN_KEY
 from eval_banana.models.result import RESOURCE_FAULT, WRITE_FAULT, CheckResult
 from eval_banana.models.result import STOPPED as STOPPED_KEY
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, PlanDoc
+from eval_banana.pipeline.runfiles import result_files_changed
 from eval_banana.pipeline.stalewords import describe_changes
 from eval_banana.runners.results import STOP_REASON_TEXT
 from eval_banana.stagefiles.agreement import unresulted
@@ -128,9 +129,9 @@ def outdated_results(
 
 
 def results_outdated(*, doc: ExecuteDoc, run_dir: Path) -> str | None:
-    """A planned check with no result yet (a stopped run never started it, or ended it), or a
+    """A planned check with no result yet (a stopped run never started it, or ended it), a
     checked `inputs:` file or an assertions check's artifact changed since the result that
-    read it was recorded."""
+    read it was recorded, or a check's result file gone or edited since it was written."""
     config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
     plan: PlanDoc = read_stage(run_dir=run_dir, stage="validate")
     without = _without_result(plan=plan, executed=doc)
@@ -140,6 +141,7 @@ def results_outdated(*, doc: ExecuteDoc, run_dir: Path) -> str | None:
         return f"cannot read the checks' inputs: {exc.message}"
     changes = [f"{describe_changes(ids)}: {why}" for why, ids in without.items()]
     changes += [f"{check_id}: {why}" for check_id, why in changed.items()]
+    changes += result_files_changed(doc=doc, run_dir=run_dir).values()
     if changes:
         return describe_changes(changes)
     return _abort_without_loss(doc=doc)

@@ -1,5 +1,6 @@
 """What stages write into a run folder besides their stage files, as `eb status` checks it: the
-frozen script copies of the validate stage and the reports of the report stage.
+frozen script copies of the validate stage, each check's result file of the execute stage and
+the reports of the report stage.
 
 A stage whose other files are gone or were edited is not up to date, even though its stage file
 is: `eb update` writes them again.
@@ -9,9 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eval_banana.core.files import sha256_file
+from eval_banana.core.files import sha256_and_size, sha256_file
+from eval_banana.core.stem import artifact_stem
 from eval_banana.core.words import first_and_count
-from eval_banana.models.stages import PlanDoc, ReportDoc
+from eval_banana.models.stages import ExecuteDoc, PlanDoc, ReportDoc
 from eval_banana.stagefiles.layout import REPORT_HTML, REPORT_JSON, REPORT_MD
 
 
@@ -33,6 +35,29 @@ def snapshots_changed(*, doc: PlanDoc, run_dir: Path) -> str | None:
         if script.is_file() and sha256_file(path=frozen) != sha256_file(path=script):
             changes.append(f"{check.snapshot} was edited after validate froze it")
     return first_and_count(changes, shown=3) if changes else None
+
+
+def result_files_changed(*, doc: ExecuteDoc, run_dir: Path) -> dict[str, str]:
+    """Check id -> why its checks/<stem>.json is not the file the execute stage recorded: gone,
+    or other bytes now (a verdict edited by hand or by a script, while execute.json, the
+    reports and the cache still say the one the check reached). One read and hash per file;
+    a check whose file no digest was recorded for is not looked at."""
+    # Joined as text: a Path per file is a third of the time at 1,000 checks.
+    checks_dir = str(run_dir / "checks")
+    changed: dict[str, str] = {}
+    for check_id, digest in doc.result_file_digests.items():
+        name = f"{artifact_stem(check_id=check_id)}.json"
+        try:
+            now = sha256_and_size(path=f"{checks_dir}/{name}")[0]
+        except FileNotFoundError:
+            changed[check_id] = f"checks/{name} is missing"
+            continue
+        except OSError as exc:  # a folder or a FIFO in its place, a file eb may not read
+            changed[check_id] = f"checks/{name} cannot be read ({exc.strerror or exc})"
+            continue
+        if now != digest:
+            changed[check_id] = f"checks/{name} was edited after the execute stage wrote it"
+    return changed
 
 
 def reports_changed(*, doc: ReportDoc, run_dir: Path) -> str | None:

@@ -53,17 +53,19 @@ def _update(*, request: StageRequest, target: str, out: Out) -> int:
     known = {} if moved else _definition_reasons(request=request)
     rerun = {state.stage for state in todo}
     code = 0
+    checks_ran = False
     # Only a folder with something to rebuild waits for the checks beside it.
     with output_turn(run_dir=run_dir, console=request.console, stop=request.cancel.is_set):
         for state in todo:
             out(_stage_line(state=state))
-            code = max(
-                code,
-                _rerun(request=request, stage=state.stage, known=known, rerun=rerun, out=out),
-            )
+            if state.stage == "execute":
+                stage_code, checks_ran = _update_execute(request=request, known=known, out=out)
+            else:
+                stage_code = _rerun(request=request, stage=state.stage, rerun=rerun)
+            code = max(code, stage_code)
         verdict = _verdict(request=request, wanted=wanted, show=False)
         if "report" in rerun and "report" in wanted:
-            _record_rebuilt_run(request=request, exit_code=verdict, executed="execute" in rerun)
+            _record_rebuilt_run(request=request, exit_code=verdict, executed=checks_ran)
     _raise_if_aborted(request=request, verdict=verdict, wanted=wanted)
     return verdict if "score" in wanted else code
 
@@ -129,13 +131,10 @@ def _stage_line(*, state: StageState) -> str:
     return f"{state.stage:<9} {str(relative):<22} {state.state}{detail}: rerun"
 
 
-def _rerun(
-    *, request: StageRequest, stage: str, known: dict[str, str], rerun: set[str], out: Out
-) -> int:
+def _rerun(*, request: StageRequest, stage: str, rerun: set[str]) -> int:
+    """Any stage but execute (`_update_execute`) rerun as `eb stage` reruns it."""
     if stage == "validate":
         return RERUNS["validate"](_with_planned_selection(request=request))
-    if stage == "execute":
-        return _update_execute(request=request, known=known, out=out)
     if stage == "score" and "report" in rerun:
         # The report stage prints the summary next; the score's verdict lines would repeat it.
         return RERUNS["score"](dataclasses.replace(request, console=Console(quiet=True)))
@@ -180,9 +179,13 @@ def _previous_results(*, request: StageRequest) -> ExecuteDoc | None:
     return doc
 
 
-def _update_execute(*, request: StageRequest, known: dict[str, str], out: Out) -> int:
-    """Run only the planned checks whose result is out of date; the others keep theirs."""
-    from eval_banana.pipeline.partial import merge_results, rewrite_moved_evidence
+def _update_execute(*, request: StageRequest, known: dict[str, str], out: Out) -> tuple[int, bool]:
+    """Run only the planned checks whose result is out of date; the others keep theirs, and a
+    kept result whose checks/<stem>.json is gone or was edited is written there again from
+    execute.json (where the reports read it from), no check run. The exit code, and whether
+    any check ran again."""
+    from eval_banana.pipeline.partial import merge_results, rewrite_kept_results
+    from eval_banana.pipeline.runfiles import result_files_changed
     from eval_banana.stages import execute as execute_stage
     from eval_banana.stages import guard as guard_stage
     from eval_banana.stages import validate as validate_stage
@@ -201,6 +204,11 @@ def _update_execute(*, request: StageRequest, known: dict[str, str], out: Out) -
     out(f"  {len(reasons)} of {plural(count=len(plan.checks), noun='check')} to run again; {keeps}")
     for check_id, why in reasons.items():
         out(f"  rerun {check_id}: {one_line(why)}")
+    found = result_files_changed(doc=previous, run_dir=run_dir) if previous is not None else {}
+    # A check run again writes its own file.
+    damaged = {check_id: why for check_id, why in found.items() if check_id not in reasons}
+    for check_id, why in damaged.items():
+        out(f"  rewrite {check_id}'s result file: {why}")
     narrowed = plan.model_copy(update={"checks": [c for c in plan.checks if c.id in reasons]})
     # What --last-failed remembers, read before a check can rewrite it (as `eb run` reads it).
     before = remembered_before(config=config)
@@ -219,8 +227,13 @@ def _update_execute(*, request: StageRequest, known: dict[str, str], out: Out) -
             environ=request.environ,
         )
     request.console.warn_each(fresh.warnings)  # as `eb run` shows them
-    doc = merge_results(plan=plan, fresh=fresh, previous=previous)
-    rewrite_moved_evidence(run_dir=run_dir, plan=plan, merged=doc, previous=previous)
+    doc = rewrite_kept_results(
+        run_dir=run_dir,
+        plan=plan,
+        merged=merge_results(plan=plan, fresh=fresh, previous=previous),
+        previous=previous,
+        damaged=damaged,
+    )
     execute_stage.write_execute_stage(run_dir=run_dir, doc=doc)
     # The verdicts it reached are remembered as `eb run` remembers its own; a kept result is
     # none of them. It reads only the plan, so it cannot tell a gone check: it forgets none.
@@ -232,7 +245,7 @@ def _update_execute(*, request: StageRequest, known: dict[str, str], out: Out) -
         console=request.console,
         cancel=request.cancel,
     )
-    return 3 if doc.aborted_by else 0
+    return 3 if doc.aborted_by else 0, bool(narrowed.checks)
 
 
 def _verdict(*, request: StageRequest, wanted: tuple[str, ...], show: bool) -> int:

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from eval_banana.core.files import write_text_atomic
+from eval_banana.core.files import sha256_bytes, write_bytes_atomic
 from eval_banana.core.words import plural
 from eval_banana.harness.errorclass import ErrorCause
 from eval_banana.models.repeats import is_flaky
@@ -309,8 +309,14 @@ def folded_in_log(*, result: CheckResult, family_size: int) -> bool:
     )
 
 
-def write_check_result(*, checks_dir: Path, stem: str, result: CheckResult) -> Path:
-    """Write checks/<stem>.json atomically (as soon as the check finishes)."""
-    path = checks_dir / f"{stem}.json"
-    write_text_atomic(path=path, text=result_json_text(result=result))
-    return path
+def result_file_digest(*, result: CheckResult) -> str:
+    """The digest of checks/<stem>.json's bytes as `write_check_result` writes `result`."""
+    return sha256_bytes(data=result_json_text(result=result).encode("utf-8"))
+
+
+def write_check_result(*, checks_dir: Path, stem: str, result: CheckResult) -> str:
+    """Write checks/<stem>.json atomically (as soon as the check finishes); return the digest
+    of its bytes, which execute.json records (`eb status` sees the file gone or edited)."""
+    data = result_json_text(result=result).encode("utf-8")
+    write_bytes_atomic(path=checks_dir / f"{stem}.json", data=data)
+    return sha256_bytes(data=data)

@@ -45,7 +45,7 @@ class RunOnce(Protocol):
     def __call__(self, *, ctx: RunContext) -> CheckResult: ...
 
 
-WriteResult = Callable[..., Path]  # write_check_result(checks_dir=, stem=, result=)
+WriteResult = Callable[..., object]  # write_check_result(checks_dir=, stem=, result=)
 
 
 def attempt_stem(*, stem: str, attempt: int) -> str:

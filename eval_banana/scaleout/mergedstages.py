@@ -338,6 +338,12 @@ def _merged_execute(
                 for run in runs
                 for check_id, found in run.execute.artifact_ids.items()
             },
+            # Each shard's checks/<stem>.json is linked in as it is (shardevidence.py).
+            "result_file_digests": {
+                check_id: digest
+                for run in runs
+                for check_id, digest in run.execute.result_file_digests.items()
+            },
         }
     )
 

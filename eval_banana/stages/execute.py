@@ -135,6 +135,7 @@ def _execute_doc(
         family_gates=plan.family_gates,
         family_sizes=plan.family_sizes,
         input_digests=run.inputs_now,
+        result_file_digests=run.result_file_digests(),
         artifact_ids=run.artifacts,
         cache=cache.counts() if cache is not None else None,
     )
