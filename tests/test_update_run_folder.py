@@ -403,9 +403,11 @@ def test_the_result_files_of_a_sampled_dataset_family_are_watched(tmp_path: Path
 
 
 def _history_kinds(proj: Proj) -> dict[str, tuple[str, str | None]]:
-    """Run id -> the kind its history record gives it, and the run it replayed."""
+    """Run id -> the kind its history record gives it, and the run it replayed, in the order
+    the runs started (record names start with the start time; run ids of one second do not
+    sort by it)."""
     found = {}
-    for path in (proj.root / ".eval-banana" / "history").glob("*.json"):
+    for path in sorted((proj.root / ".eval-banana" / "history").glob("*.json")):
         document = json.loads(path.read_text())
         found[document["run_id"]] = (document["kind"], document.get("replayed_from"))
     return found
@@ -423,7 +425,7 @@ def test_the_result_files_of_cached_and_replayed_runs_are_watched(tmp_path: Path
         assert made.exit_code == 0, made.stdout + made.stderr
     assert proj.ran() == Counter(proj.checks)
     kinds = _history_kinds(proj)
-    first, cached, replayed = sorted(kinds)
+    first, cached, replayed = kinds
     assert kinds[replayed] == ("replay", cached)
     for run_id in (cached, replayed):
         run_dir = proj.root / "runs" / run_id
