@@ -1566,6 +1566,61 @@ def test_a_placeholder_in_a_check_without_cases_is_a_definition_error(
     assert validated.exit_code == 0, validated.stderr
 
 
+_TEMPLATE_ROWS = """\
+schema_version: 1
+id: tpl
+type: assertions
+description: "template answer {{ case.id }}"
+cases_from: data/prompts.jsonl
+artifact: "{{ case.file }}"
+assert:
+  - {path: "{{ case.id }}", op: equals, value: "{{ case.expected }}"}
+"""
+
+
+def test_a_row_holding_placeholder_text_is_compared_as_written(
+    project: Callable[..., Path],
+) -> None:
+    """A prompt-template dataset's row holds `{{ case.name }}` as text: filled into an
+    assertion's value (or its artifact path), the case was validated again as a check without
+    cases and refused ("'{{ case.name }}' is a dataset placeholder, but this check has no
+    cases"), by eb validate, eb run, and by eb update and eb stage reading the plan back."""
+    rows = [
+        {"id": "greet", "expected": "Hello {{ case.name }}", "file": "out/{{ case.id }}.json"},
+        {"id": "bye", "expected": "Bye {{ case.name }}", "file": "out/{{ case.id }}.json"},
+    ]
+    root = project(
+        {
+            "eval_checks/tpl.yaml": _TEMPLATE_ROWS,
+            "data/prompts.jsonl": "".join(json.dumps(row) + "\n" for row in rows),
+            # The artifact path is the row's text too, braces and all.
+            "out/{{ case.id }}.json": json.dumps(
+                {"greet": "Hello {{ case.name }}", "bye": "Bye Ada"}
+            ),
+        },
+        config=CONFIG,
+    )
+    validated = eb_process(root, "validate")
+    assert validated.returncode == 0, validated.stderr
+    ran = eb_process(root, "run", "--json")
+    assert ran.returncode == 1, ran.stderr
+    # Compared as written: the template text equals itself, and is never filled with a name.
+    assert _statuses(json.loads(ran.stdout)) == {"tpl[greet]": "passed", "tpl[bye]": "failed"}
+    # The plan read back (a case's definition checked as validate could have written it).
+    status = eb_process(root, "status")
+    assert status.returncode == 0, status.stdout
+    scored = eb_process(root, "stage", "score")
+    assert (scored.returncode, scored.stderr) == (1, "")
+    # A placeholder the check file itself writes in a check without cases is still refused.
+    single = _TEMPLATE_ROWS.replace("cases_from: data/prompts.jsonl\n", "").replace(
+        "id: tpl", "id: single"
+    )
+    (root / "eval_checks/single.yaml").write_text(single)
+    refused = eb_process(root, "validate")
+    assert refused.returncode == 2
+    assert "artifact: '{{ case.file }}' is a dataset placeholder" in refused.stdout + refused.stderr
+
+
 TYPED_PRICES = PRICES_FAMILY.replace("data/prices.json", "data/prices.csv") + (
     "case_schema:\n"
     "  type: object\n"

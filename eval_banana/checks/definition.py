@@ -294,15 +294,24 @@ def _text(data: bytes | None) -> str | None:
 
 
 def validate_mapping(
-    *, document: dict[str, Any], path: Path | str, data: bytes | None = None
+    *,
+    document: dict[str, Any],
+    path: Path | str,
+    data: bytes | None = None,
+    filled_case: bool = False,
 ) -> dict[str, Any]:
     """Validate a parsed mapping as a check and return its normalized definition.
 
     Every field error of the file is reported at once; with the file's `data`, each is located.
+    `filled_case`: `document` is one case of a family, its placeholders filled with a row's
+    values. Its text is the rows' as much as the check file's, and a row may hold `{{ case.x }}`
+    as literal text (a prompt-template dataset): the check file's own placeholders were read
+    once, as the family's, so none is looked for here.
     """
     if document.get("type") == "llm_judge":
         _refuse_llm_judge(path=path, data=data)
-    _refuse_placeholders_without_cases(document=document, path=path, data=data)
+    if not filled_case:
+        _refuse_placeholders_without_cases(document=document, path=path, data=data)
     stand_ins = _family_stand_ins(document=document)
     checked = document if stand_ins is None else {**document, "assert": stand_ins}
     definition = fast_normalize(document=checked)

@@ -175,7 +175,7 @@ def _invalid_rendered(*, item: Loaded, cases: list[ExpandedCase]) -> list[Proble
     problems: list[ProblemModel] = []
     for case in cases:
         try:
-            validate_mapping(document=case.definition, path=item.path)
+            validate_mapping(document=case.definition, path=item.path, filled_case=True)
         except DefinitionError as exc:
             fields = exc.field_errors or (exc,)
             problems.extend(

@@ -32,10 +32,13 @@ def _plan(doc: PlanDoc) -> Inconsistency | None:
     from eval_banana.checks.definition import validate_mapping
     from eval_banana.core.errors import DefinitionError
 
-    def definition_problem(*, definition: dict[str, Any], source: str) -> str | None:
-        """Why a planned definition is not one validate could have written, or None."""
+    def definition_problem(
+        *, definition: dict[str, Any], source: str, filled_case: bool
+    ) -> str | None:
+        """Why a planned definition is not one validate could have written, or None. A case's
+        is its family's text filled with a row's, which may hold `{{` as literal text."""
         try:
-            validate_mapping(document=definition, path=source)
+            validate_mapping(document=definition, path=source, filled_case=filled_case)
         except DefinitionError as exc:
             return f"not a valid check definition: {exc.message.splitlines()[0]}"
         return None
@@ -61,7 +64,11 @@ def _plan(doc: PlanDoc) -> Inconsistency | None:
             snapshot_stem = artifact_stem(check_id=check.family)
         if check.definition.get("id") != own_id or check.definition.get("type") != check.type:
             return f"{where}.definition", "its id or type differs from the check's"
-        problem = definition_problem(definition=check.definition, source=check.source_path)
+        problem = definition_problem(
+            definition=check.definition,
+            source=check.source_path,
+            filled_case=check.family is not None,
+        )
         if problem is not None:
             return f"{where}.definition", problem
         if check.snapshot is not None and check.snapshot != f"stages/snapshots/{snapshot_stem}.py":
