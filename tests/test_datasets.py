@@ -290,6 +290,66 @@ def test_a_glob_never_takes_the_entries_of_a_cache_or_history_folder_a_setting_l
     assert [line.split("\t")[0] for line in listed.stdout.splitlines()] == list(EXPECTED)
 
 
+def test_a_glob_reads_the_files_behind_a_link_to_a_folder_once_each(
+    project: Callable[..., Path], tmp_path: Path
+) -> None:
+    """`cases_from: data/**/*.jsonl` left out the rows of `data/shared -> a shared prompts
+    checkout`: the family had fewer cases and its gate held (a false pass), and
+    `data/*/*.jsonl` was an empty family; `ls data/**` shows them. A link is followed for a `*`
+    segment as for `**`; a loop and a folder reached twice add nothing (no row read twice);
+    a link above the project root is an error naming it, not a walk."""
+    family = SCRIPT_FAMILY.format(source='cases_from: "data/**/*.jsonl"\nmin_pass_rate: 1.0')
+    root = project(
+        {
+            "eval_checks/fam.yaml": family,
+            "data/rows/local.jsonl": _jsonl_rows({"local-1": "yes"}),
+        },
+        config=CONFIG,
+    )
+    shared = tmp_path / "shared-prompts"  # outside the project, as another checkout is
+    shared.mkdir()
+    (shared / "team.jsonl").write_text(_jsonl_rows({"shared-1": "yes", "shared-2": "no"}))
+    (root / "data/shared").symlink_to("../../shared-prompts")
+    (root / "data/alias").symlink_to("rows")  # data/rows again: named by its own path
+    (root / "data/loop").symlink_to(".")  # back to data/
+    (shared / "back").symlink_to(".")  # a loop behind the link
+    expected = {"fam[local-1]": "passed", "fam[shared-1]": "passed", "fam[shared-2]": "failed"}
+
+    done = eb_process(root, "run", "--json", timeout=60)
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)
+    assert _statuses(report) == expected
+    (family_row,) = report["families"]
+    assert (family_row["passed"], family_row["cases"], family_row["gate_held"]) == (2, 3, False)
+    shown = eb_process(root, "run", timeout=60).stdout
+    assert "FAILED fam[shared-2] - exit code 1 (data/shared/team.jsonl:2)" in shown, shown
+    (root / "eval_checks/fam.yaml").write_text(family.replace("data/**/*", "data/*/*"))
+    listed = eb_process(root, "list", "--cases", timeout=60)
+    assert [line.split("\t")[0] for line in listed.stdout.splitlines()] == list(expected)
+
+    # A file appearing behind the link makes the plan stale, and eb update runs it alone.
+    (root / "eval_checks/fam.yaml").write_text(family)
+    assert eb_process(root, "run", timeout=60).returncode == 1
+    (shared / "more.jsonl").write_text(_jsonl_rows({"more-1": "no"}))
+    status = eb_process(root, "status", timeout=60).stdout
+    assert "stale  (fam[more-1]: row added to data/shared/more.jsonl)" in status, status
+    updated = eb_process(root, "update", timeout=60)
+    assert updated.returncode == 1, updated.stderr
+    assert "1 of 4 checks to run again; 3 keep their results" in updated.stdout, updated.stdout
+    assert "- fam[more-1]: failed - exit code 1" in updated.stdout, updated.stdout
+
+    (root / "data/up").symlink_to("..")
+    refused = eb_process(root, "validate", "--json", timeout=60)
+    assert refused.returncode == 2, refused.stdout
+    (error,) = json.loads(refused.stdout)["errors"]
+    assert (error["field_path"], error["message"]) == (
+        "cases_from",
+        f"cases_from 'data/**/*.jsonl' in {root / 'eval_checks/fam.yaml'} looks through "
+        f"data/up, a symbolic link to {root}, the project root or a folder above it: through "
+        "it the glob would read the whole project again, and every folder beside it, as rows",
+    )
+
+
 @pytest.mark.parametrize("boms", [1, 2])
 @pytest.mark.parametrize("fmt", ["jsonl", "json", "yaml", "csv"])
 def test_a_byte_order_mark_and_windows_line_ends_change_nothing(

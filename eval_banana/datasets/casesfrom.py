@@ -4,6 +4,7 @@ URL, a folder, a missing file, a glob that looks only where no glob looks) and i
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -13,6 +14,8 @@ from eval_banana.core.realpaths import real_path
 from eval_banana.core.suggest import closest
 from eval_banana.core.words import unprintable, visible
 from eval_banana.datasets.globwalk import (
+    FollowedLink,
+    GlobWalk,
     Skipped,
     glob_files,
     glob_start,
@@ -43,7 +46,12 @@ def dataset_paths(*, pattern: str, root: Path, check_file: str, skipped: Skipped
             hint="name a dataset file or glob relative to the project root",
         )
     if is_glob(pattern):
-        paths = sorted(glob_files(pattern=pattern, root=root, skipped=skipped))
+        walk = GlobWalk(pattern=pattern, root=root, skipped=skipped)
+        paths = sorted(walk.files())
+        if walk.above_root:
+            _refuse_link_above_root(
+                pattern=pattern, link=walk.above_root[0], root=root, check_file=check_file
+            )
         if not paths:
             _refuse_skipped_start(
                 pattern=pattern, root=root, check_file=check_file, skipped=skipped
@@ -100,6 +108,25 @@ def dataset_paths(*, pattern: str, root: Path, check_file: str, skipped: Skipped
     return [path]
 
 
+def _refuse_link_above_root(
+    *, pattern: str, link: FollowedLink, root: Path, check_file: str
+) -> None:
+    """A glob that looks through a link to the project root, or to a folder holding it
+    (`data/up -> ..`), would read the project again through it and every folder beside it (all
+    of `/` through a link to `/`): refused, naming the link, rather than walked."""
+    named = visible(link.named)
+    leads = visible(os.path.realpath(root / link.named))
+    raise DefinitionError(
+        f"cases_from {visible(pattern)!r} in {check_file} looks through {named}, a symbolic "
+        f"link to {leads}, the project root or a folder above it: through it the glob would "
+        "read the whole project again, and every folder beside it, as rows",
+        file=check_file,
+        field_path="cases_from",
+        hint=f"point {named} at the folder of the dataset files, or narrow cases_from so that "
+        f"it does not look into {named}",
+    )
+
+
 def _refuse_skipped_start(*, pattern: str, root: Path, check_file: str, skipped: Skipped) -> None:
     """A glob that starts in a folder discovery leaves out (`build/*.jsonl` with `build` in
     `[discovery] exclude_dirs`) matches nothing there by design; when files there match, say
@@ -129,11 +156,12 @@ def _refuse_skipped_start(*, pattern: str, root: Path, check_file: str, skipped:
 
 
 def _kind(path: Path) -> str:
-    """What a path that is no regular file is: a FIFO, a socket, a link to nothing."""
+    """What a path that is no regular file is: a FIFO, a socket, a link to nothing or one that
+    loops."""
     try:
         return file_kind(path.stat().st_mode)
-    except OSError:
-        return "a symbolic link to nothing"
+    except OSError as exc:
+        return "a symbolic link loop" if exc.errno == errno.ELOOP else "a symbolic link to nothing"
 
 
 def matched_files(*, pattern: str, root: Path, check_file: str, skipped: Skipped) -> list[str]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import atexit
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from eval_banana.core.errors import ChangeSelectionError, ProjectStateError
 from eval_banana.core.realpaths import real_path
@@ -31,9 +31,20 @@ from eval_banana.projectstate.revision import (
     UnknownRevision,
     commit_named,
     file_at,
+    links_at,
 )
-from eval_banana.projectstate.state import StateDiff
 from eval_banana.settings.folders import own_files, own_folders
+
+if TYPE_CHECKING:
+    from eval_banana.datasets.globwalk import FollowedLink
+
+
+def _no_links() -> Sequence[FollowedLink]:
+    return ()
+
+
+def _looks_nowhere(path: str) -> bool:
+    return False
 
 
 class CaseRows(NamedTuple):
@@ -51,6 +62,12 @@ class CaseRows(NamedTuple):
     # no list of its files now, yet ids by position may have moved.
     scope: str | None
     names: Callable[[str], bool]
+    # The links to folders its `cases_from` glob looks through now: git names a file added or
+    # removed behind one by the folder it leads to, never by the path the glob names it by.
+    links: Callable[[], Sequence[FollowedLink]] = _no_links
+    # Whether its glob looks into the folder at a root-relative path: a link there removed
+    # since REF took the files it led to out of the family.
+    looks_into: Callable[[str], bool] = _looks_nowhere
 
 
 class _CheckFiles(NamedTuple):
@@ -63,6 +80,8 @@ class _CheckFiles(NamedTuple):
     outside: bool  # a file of the check lies outside the project root
     rows: tuple[str, ...] = ()  # a dataset case's dataset files: read through its row alone
     rows_scope: str | None = None  # where its `cases_from` looks ("" the whole project)
+    # The links to folders its glob looks through, and the folders they lead to in the root.
+    rows_links: tuple[str, ...] = ()
 
 
 class _Reading(NamedTuple):
@@ -143,6 +162,7 @@ def _prefixes(*, checks: Sequence[_CheckFiles]) -> list[str] | None:
         found.update(prefixes)
         found.update(check.own)
         found.update(check.rows)
+        found.update(check.rows_links)
         if check.rows_scope is not None:
             if not check.rows_scope:
                 return None  # a dataset glob over the whole project
@@ -296,14 +316,21 @@ def changed_checks(
     files = [_shared(made=made, source=source, definition=d, root=root) for source, d in checks]
     rows: list[CaseRows | None] = list(cases) if cases else [None] * len(files)
     reads: dict[tuple[str, ...], _DatasetReads] = {}  # a family's cases share their files
+    linked: dict[str, tuple[str, ...]] = {}  # family -> where its glob's links are and lead
     for position, case in enumerate(rows):
         if case is not None:
             read = reads.get(case.files)
             if read is None:
                 read = reads[case.files] = _dataset_reads(files=case.files, root=root)
+            if case.family not in linked:
+                # Asked only of a family read by its rows: one without `inputs:` is selected
+                # whole anyway, and its links would cost a walk for nothing.
+                reads_rows = files[position].patterns is not None
+                linked[case.family] = _link_paths(case=case) if reads_rows else ()
             files[position] = files[position]._replace(
                 rows=read.paths,
                 rows_scope=case.scope,
+                rows_links=linked[case.family],
                 outside=files[position].outside or read.outside,
             )
     compared = [f for f in files if f.patterns is not None and not f.outside]
@@ -346,7 +373,7 @@ def changed_checks(
             continue
         read = reads[case.files]
         if case.family not in moved:
-            moved[case.family] = _files_moved(case=case, read=read, diff=found.diff)
+            moved[case.family] = _files_moved(case=case, read=read, found=found)
         if moved[case.family]:
             affected[position] = True
             continue
@@ -391,13 +418,45 @@ def _dataset_reads(*, files: Sequence[str], root: str) -> _DatasetReads:
     return _DatasetReads(paths=tuple(paths), behind=behind, links=frozenset(links), outside=outside)
 
 
-def _files_moved(*, case: CaseRows, read: _DatasetReads, diff: StateDiff) -> bool:
+def _link_paths(*, case: CaseRows) -> tuple[str, ...]:
+    """The root-relative paths of the links a family's glob looks through, and of the folders
+    they lead to inside the root: where git names a dataset file of it added or removed."""
+    found: list[str] = []
+    for link in case.links():
+        found.extend(path for path in (link.at, link.leads_to) if path is not None)
+    return tuple(found)
+
+
+def _files_moved(*, case: CaseRows, read: _DatasetReads, found: Changes) -> bool:
     """Whether a dataset file of the family was added or removed since REF (ids by position
     may have moved: every case counts as changed): one it reads now, or a removed one its
-    `cases_from` named."""
+    `cases_from` named, directly or behind a link to a folder it looks through (such a link
+    pointed elsewhere, or removed, counts so too)."""
+    diff = found.diff
     if not set(read.paths).isdisjoint((*diff.added, *diff.removed)):
         return True
-    return any(case.names(path) for path in diff.removed)
+    links = case.links()
+    if any(link.at is not None and link.at in diff.paths for link in links):
+        return True  # a link the glob looks through added or pointed elsewhere
+    named = [name for path in diff.removed for name in _named_by_glob(path=path, links=links)]
+    if any(case.names(name) for name in named):
+        return True
+    # A link to a folder removed since REF: git names the link alone, not the files it led to.
+    was_link = [path for path in diff.removed if case.looks_into(path)]
+    try:
+        return bool(links_at(repo=found.repo, commit=found.commit, paths=was_link))
+    except (NotARepository, ProjectStateError):
+        return True  # git cannot say what the path was: it may have led to rows
+
+
+def _named_by_glob(*, path: str, links: Sequence[FollowedLink]) -> list[str]:
+    """The root-relative `path` git names, and the paths a glob looking through `links` names
+    it by (`shared/x.jsonl` behind `data/shared -> ../shared`: `data/shared/x.jsonl`)."""
+    names = [path]
+    for link in links:
+        if link.leads_to is not None and path.startswith(link.leads_to + "/"):
+            names.append(link.named + path[len(link.leads_to) :])
+    return names
 
 
 def _past_cases(*, case: CaseRows, read: _DatasetReads, found: Changes) -> Mapping[str, str] | None:

@@ -4,7 +4,7 @@ a case through its row, for `--changed-since` (its family expanded again at REF)
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from eval_banana.checks.definition import FrozenScript
     from eval_banana.checks.loading import Loaded
     from eval_banana.checks.units import Unit
+    from eval_banana.datasets.globwalk import FollowedLink
     from eval_banana.models.stages import ConfigDoc
 
 
@@ -51,29 +52,53 @@ def case_rows(
                 past=pasts[item.path],
                 scope=source.scope,
                 names=source.names,
+                links=source.links,
+                looks_into=source.looks_into,
             )
         )
     return found
 
 
 class DatasetSource(NamedTuple):
-    """Where a family's `cases_from` looks, and which paths it names (a removed one too)."""
+    """Where a family's `cases_from` looks, which paths it names (a removed one too), the links
+    to folders it looks through, and whether it looks into a folder (a removed link's)."""
 
     scope: str | None  # its folder ("" the whole project), or its file; None without one
     names: Callable[[str], bool]
+    links: Callable[[], Sequence[FollowedLink]]
+    looks_into: Callable[[str], bool]
 
 
 def _dataset_source(*, item: Loaded, config: ConfigDoc) -> DatasetSource:
     pattern = item.definition.get("cases_from")
     if not isinstance(pattern, str):
-        return DatasetSource(scope=None, names=lambda path: False)
-    from eval_banana.datasets.globwalk import dataset_scope, dataset_skipped, names_path
+        return DatasetSource(
+            scope=None, names=lambda path: False, links=tuple, looks_into=lambda path: False
+        )
+    from eval_banana.datasets.globwalk import (
+        dataset_scope,
+        dataset_skipped,
+        followed_links,
+        is_glob,
+        looks_into,
+        names_path,
+    )
 
     root = Path(config.project_root)
     skipped = dataset_skipped(config=config)
+
+    @functools.cache
+    def links() -> Sequence[FollowedLink]:
+        # A second walk of the glob's folders, made only under --changed-since, once a family.
+        if not is_glob(pattern):
+            return ()
+        return followed_links(pattern=pattern, root=root, skipped=skipped)
+
     return DatasetSource(
         scope=dataset_scope(pattern),
         names=lambda path: names_path(pattern=pattern, path=path, root=root, skipped=skipped),
+        links=links,
+        looks_into=lambda path: looks_into(pattern=pattern, path=path, root=root, skipped=skipped),
     )
 
 

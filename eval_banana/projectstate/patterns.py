@@ -165,6 +165,26 @@ def file_pattern_regex(body: str) -> re.Pattern[str]:
     return re.compile(_path_regex(body), re.DOTALL)
 
 
+@lru_cache(maxsize=256)
+def folder_pattern_regex(body: str) -> re.Pattern[str]:
+    """The folders below which a file `body` (normalized) names may lie, as a regex over a
+    root-relative folder path (`data/*/*.jsonl`: `data` and `data/x`, never `data/x/y`): a
+    walk for its files need not enter any other. Past a `**` every folder may hold one."""
+    segments = _segments(body)
+    # A trailing `**` names every file below its folder; any other last name names files.
+    folders = segments if segments[-1] == "**" else segments[:-1]
+    below = ""
+    for segment in reversed(folders):
+        below = "(?:/.*)?" if segment == "**" else f"(?:/{_segment_regex(segment)}{below})?"
+    return re.compile(below, re.DOTALL)
+
+
+def could_hold_match(*, regex: re.Pattern[str], folder: str) -> bool:
+    """Whether the root-relative `folder` may hold a file the pattern of `regex`
+    (`folder_pattern_regex`) names, at any depth."""
+    return regex.fullmatch(f"/{folder}") is not None
+
+
 def literal_prefix(body: str) -> str:
     """The leading names without wildcards (`src/lib/*.py` -> `src/lib`); "" if none."""
     return _literal_prefix(body)

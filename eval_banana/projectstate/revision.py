@@ -13,7 +13,7 @@ from typing import NamedTuple
 from eval_banana.core.errors import ProjectStateError
 from eval_banana.core.ownmark import OwnFolders, own_folders_listed
 from eval_banana.projectstate import git
-from eval_banana.projectstate.blobs import FileIdentity, file_identity, read_identity
+from eval_banana.projectstate.blobs import SYMLINK, FileIdentity, file_identity, read_identity
 from eval_banana.projectstate.gitlisting import expand_ignored
 from eval_banana.projectstate.links import links_met
 from eval_banana.projectstate.prefixes import (
@@ -465,6 +465,15 @@ def _against_revision(
         elif at_revision:
             removed.add(path)
     return added, removed, changed
+
+
+def links_at(*, repo: git.Repository, commit: str, paths: Sequence[str]) -> frozenset[str]:
+    """Those of the root-relative `paths` that `commit` holds as symbolic links (one `git
+    ls-tree`; none asked, none run)."""
+    if not paths:
+        return frozenset()
+    held = _identities_at(repo=repo, commit=commit, paths=paths)
+    return frozenset(path for path, identity in held.items() if identity.mode == SYMLINK)
 
 
 def file_at(*, repo: git.Repository, commit: str, path: str) -> bytes:

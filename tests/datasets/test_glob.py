@@ -170,3 +170,26 @@ def test_a_glob_never_looks_in_a_run_folder_wherever_it_lies(tmp_path: Path) -> 
     # The root itself is never taken for a run folder: nothing would be left to look in.
     _run_folder(tmp_path)
     assert _found(tmp_path, "**/*.jsonl", skipped) == ["data/a.jsonl", "pipeline/rows.jsonl"]
+
+
+def test_a_glob_follows_links_to_folders_but_never_into_ebs_own(tmp_path: Path) -> None:
+    """A link is followed as `ls` follows it, each folder read once: a file reached through
+    two links is named through the one whose path sorts first. A link into a run folder or an
+    excluded folder does not make its files the project's."""
+    _tree(tmp_path, ["shared/a.jsonl", "data/own.jsonl", "node_modules/pkg/n.jsonl"])
+    _run_folder(tmp_path / "runs" / "r1")
+    _tree(tmp_path, ["runs/r1/checks/t.jsonl"])
+    for link, target in (
+        ("data/zz", "../shared"),
+        ("data/mm", "../shared"),
+        ("data/run", "../runs/r1/checks"),
+        ("data/pkg", "../node_modules/pkg"),
+    ):
+        (tmp_path / link).symlink_to(target)
+    skipped = Skipped(names=frozenset({"node_modules"}), folders=frozenset())
+    assert _found(tmp_path, "data/**/*.jsonl", skipped) == ["data/mm/a.jsonl", "data/own.jsonl"]
+    assert _found(tmp_path, "data/*/*.jsonl", skipped) == ["data/mm/a.jsonl"]
+    # Named through the link it is read by, a path there is one the glob names.
+    assert names_path(
+        pattern="data/*/*.jsonl", path="data/zz/b.jsonl", root=tmp_path, skipped=skipped
+    )

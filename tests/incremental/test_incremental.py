@@ -1139,3 +1139,64 @@ def test_a_dataset_behind_a_link_to_a_folder_selects_the_cases_whose_rows_change
     (root / "latest").unlink()
     (root / "latest").symlink_to("otherdata")
     assert selected("--changed-since", "HEAD") == ["fam[r1]", "fam[r2]"]
+
+
+def test_a_dataset_glob_looking_through_a_link_to_a_folder_sees_files_move_behind_it(
+    tmp_path: Path,
+) -> None:
+    """`cases_from: data/**/*.jsonl` reads the files behind `data/shared -> ../prompts-v1`
+    (it read none: a link to a folder was never followed). git names those files by the
+    folder the link leads to, so a file added or removed there, and the link pointed
+    elsewhere or removed, must select every case, as a file of the glob's own folder does."""
+    family = (
+        "schema_version: 1\nid: fam\ntype: deterministic\ndescription: f\n"
+        'cases_from: "data/**/*.jsonl"\ninputs: []\n'
+        "script: |\n  import json, sys\n"
+        '  assert json.load(open(sys.argv[1]))["case"]["ok"] is True\n'
+    )
+    rows = '{"id": "s1", "ok": true}\n{"id": "s2", "ok": true}\n'
+    root = init_repo(
+        tmp_path / "proj",
+        {
+            ".gitignore": ".eval-banana/results/\n.eval-banana/lastfailed.json\n",
+            ".eval-banana/config.toml": "",
+            "eval_checks/fam.yaml": family,
+            "data/local.jsonl": '{"id": "local-1", "ok": true}\n',
+            "prompts-v1/team.jsonl": rows,
+            "prompts-v1/more.jsonl": '{"id": "m1", "ok": true}\n',
+            "prompts-v2/team.jsonl": rows,
+        },
+    )
+    (root / "data/shared").symlink_to("../prompts-v1")
+    commit_all(root, "link")
+    every = ["fam[local-1]", "fam[m1]", "fam[s1]", "fam[s2]"]
+
+    def selected() -> list[str]:
+        made = eb_process(root, "list", "--cases", "--changed-since", "HEAD")
+        assert made.returncode == 0, made.stdout + made.stderr
+        return sorted(line.split("\t")[0] for line in made.stdout.splitlines() if "\t" in line)
+
+    def relink(target: str | None) -> None:
+        (root / "data/shared").unlink()
+        if target is not None:
+            (root / "data/shared").symlink_to(target)
+
+    assert selected() == []
+    write(root, {"prompts-v1/team.jsonl": rows.replace('"s2", "ok": true', '"s2", "ok": false')})
+    assert selected() == ["fam[s2]"]  # an edited row behind the link: its case alone
+    git(root, "checkout", "-q", "--", "prompts-v1")
+    write(root, {"prompts-v1/new.jsonl": '{"id": "n1", "ok": true}\n'})
+    assert selected() == sorted(["fam[n1]", *every])  # a file added behind it
+    (root / "prompts-v1/new.jsonl").unlink()
+    git(root, "rm", "-q", "prompts-v1/more.jsonl")
+    assert selected() == ["fam[local-1]", "fam[s1]", "fam[s2]"]  # a file removed behind it
+    git(root, "reset", "-q", "--hard")
+    relink("../prompts-v2")  # the same rows elsewhere: another file read
+    assert selected() == ["fam[local-1]", "fam[s1]", "fam[s2]"]
+    (root / "empty").mkdir()
+    relink("../empty")  # every file behind it gone from the family
+    assert selected() == ["fam[local-1]"]
+    relink(None)
+    assert selected() == ["fam[local-1]"]
+    git(root, "reset", "-q", "--hard")
+    assert selected() == []
