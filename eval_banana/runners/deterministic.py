@@ -21,11 +21,13 @@ from eval_banana.core.log import Logger
 from eval_banana.core.masking import NO_SECRETS, Masker
 from eval_banana.core.textfiles import blank_source
 from eval_banana.models.result import NOT_STARTED, STOPPED, CheckResult
+from eval_banana.models.stages import PlannedCheck
 from eval_banana.runners.base import RunContext
 from eval_banana.runners.explain import failure_reason
 from eval_banana.runners.launcher import (
     EXIT_MESSAGE_NOTE,
     FOLDED_EXIT_STATUS,
+    UNCOMPILED_NOTE,
     folds_to_zero,
     launcher_argv,
 )
@@ -154,7 +156,7 @@ def _launcher(
     )
 
 
-def _read_ending(*, outcome: ProcessOutcome, tmp: Path) -> _Ending:
+def _read_ending(*, outcome: ProcessOutcome, tmp: Path, shown: str) -> _Ending:
     """The outcome with what the exit note says: whether sys.exit ended the script, and the
     code it asked for when the system read that code as 0.
 
@@ -163,9 +165,11 @@ def _read_ending(*, outcome: ProcessOutcome, tmp: Path) -> _Ending:
     if outcome.timed_out or outcome.cancelled or not outcome.exit_code:
         return _Ending(outcome=outcome, exited=False)
     try:
-        note = (tmp / EXIT_NOTE_NAME).read_text(encoding="ascii")
-    except (OSError, ValueError):  # no note: it did not end through sys.exit
+        note = (tmp / EXIT_NOTE_NAME).read_text(encoding="utf-8", errors="replace")
+    except OSError:  # no note: it did not end through sys.exit
         return _Ending(outcome=outcome, exited=False)
+    if note.startswith(f"{UNCOMPILED_NOTE}\n"):
+        raise _LaunchError(_uncompiled_detail(note=note, shown=shown))
     if note == EXIT_MESSAGE_NOTE:
         return _Ending(outcome=outcome, exited=True)
     try:
@@ -205,13 +209,34 @@ def _compiled(*, source: str | bytes, logical: str, shown: str) -> types.CodeTyp
             warnings.simplefilter("always")
             code = compile(source, logical, "exec", dont_inherit=True, optimize=0)
     except SyntaxError as exc:
-        where = f" (line {exc.lineno} of {shown})" if exc.lineno else f" ({shown})"
         raise _LaunchError(
-            f"Deterministic script does not compile: {type(exc).__name__}: {exc.msg}{where}"
+            _not_compiling(error=f"{type(exc).__name__}: {exc.msg}", line=exc.lineno, shown=shown)
         ) from None
     except ValueError as exc:  # e.g. a NUL byte in the source
         raise _LaunchError(f"Deterministic script does not compile: {exc} ({shown})") from None
     return None if warned else code
+
+
+def _not_compiling(*, error: str, line: int | None, shown: str) -> str:
+    where = f" (line {line} of {shown})" if line else f" ({shown})"
+    return f"Deterministic script does not compile: {error}{where}"
+
+
+def _uncompiled_detail(*, note: str, shown: str) -> str:
+    """The error of a script the launcher could not compile, from its exit note."""
+    _, line, error = (note.split("\n", 2) + ["", ""])[:3]
+    return _not_compiling(
+        error=error or "the launcher could not compile it",
+        line=int(line) if line.isdigit() else None,
+        shown=shown,
+    )
+
+
+def _shown(*, check: PlannedCheck) -> str:
+    """How errors name the check's script."""
+    if check.definition.get("script") is not None:
+        return "the inline script"
+    return check.script_path or check.id
 
 
 def _write_own(*, path: Path, content: str | bytes) -> None:
@@ -251,7 +276,7 @@ def _launch(*, ctx: RunContext, evidence: Path) -> _Ending:
             timeout_s=float(timeout) if timeout > 0 else None,
             cancel=ctx.cancel,
         )
-        return _read_ending(outcome=outcome, tmp=tmp)
+        return _read_ending(outcome=outcome, tmp=tmp, shown=_shown(check=ctx.check))
     finally:
         _remove_private_dir(tmp)
 

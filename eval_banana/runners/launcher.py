@@ -11,8 +11,10 @@ object at the code path, marshalled, so the launcher does not call `compile()`: 
 in a process builds the `ast` node types, about a millisecond of every check's process, which
 made 200 trivial checks cost 7 % more than running their files directly. An empty code path
 (compiling warned, and the warning belongs on the script's stderr) has the launcher compile the
-snapshot itself. Either way the code is never optimised: asserts run even under `python -O` or
-`PYTHONOPTIMIZE`, where running the file directly would drop them and pass.
+snapshot itself; should that compile fail (the check's warning filters make the warning an
+error), the exit note says so and eb tells an error. Either way the code is never optimised:
+asserts run even under `python -O` or `PYTHONOPTIMIZE`, where running the file directly would
+drop them and pass.
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ from __future__ import annotations
 FOLDED_EXIT_STATUS = 1
 # The exit note of a script that ended with sys.exit("message"); otherwise it holds the code.
 EXIT_MESSAGE_NOTE = "message"
+# The exit note's first line when the launcher could not compile the script; then its line
+# number (0: none) and the error.
+UNCOMPILED_NOTE = "uncompiled"
 # Python hands an exit code to the system as a 64-bit integer; beyond it, the status is 255.
 _LONGEST_EXIT_CODE = 2**63
 
@@ -33,7 +38,17 @@ def _launch():
             code = _ms.loads(handle.read())
     else:
         with open(snapshot, "rb") as handle:
-            code = compile(handle.read(), logical, "exec", dont_inherit=True, optimize=0)
+            source = handle.read()
+        try:
+            code = compile(source, logical, "exec", dont_inherit=True, optimize=0)
+        except (SyntaxError, ValueError) as exc:
+            # A warning the check's filters make an error (PYTHONWARNINGS=error): the script
+            # does not compile, which eb tells as an error, never as the script's failure.
+            line = getattr(exc, "lineno", None) or 0
+            words = getattr(exc, "msg", None) or str(exc)
+            with open(exit_note, "w", encoding="utf-8") as note:
+                note.write(f"{UNCOMPILED_NOTE}\\n{{line}}\\n{{type(exc).__name__}}: {{words}}")
+            raise SystemExit(1) from None
     _s.argv[:] = [logical, context]
     folder = _o.path.dirname(logical)
     if _s.flags.safe_path or not _s.path:

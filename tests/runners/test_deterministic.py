@@ -410,6 +410,28 @@ def test_a_compile_time_warning_is_on_the_check_s_stderr(
     assert ":2: SyntaxWarning" in result.stderr
 
 
+@pytest.mark.parametrize("form", ["inline", "script_path"])
+def test_a_compile_warning_the_check_s_filters_make_an_error_is_an_error_not_a_failure(
+    root: Path, run_dir: Path, form: str
+) -> None:
+    # Under PYTHONWARNINGS=error the script does not compile in its own process: a failure
+    # there would count as the defect caught for a control check (expect: fail).
+    source = "x = 1\nif x is 1:\n    pass\n"
+    check = in_form(form, root=root, run_dir=run_dir, source=source)
+    result = run(
+        check=check, root=root, run_dir=run_dir, env={**os.environ, "PYTHONWARNINGS": "error"}
+    )
+    assert result.status == "error", result
+    shown = "the inline script" if form == "inline" else str(root / "eval_checks" / "c1.py")
+    assert result.error_detail == (
+        'Deterministic script does not compile: SyntaxError: "is" with a literal. '
+        f'Did you mean "=="? (line 2 of {shown})'
+    )
+    # Without the variable the warning is the check's evidence, and the script runs.
+    result = run(check=check, root=root, run_dir=run_dir)
+    assert result.status == "passed" and "SyntaxWarning" in result.stderr
+
+
 @pytest.mark.parametrize("count", [1999, 2000, 2001])
 @pytest.mark.parametrize("stream", ["stdout", "stderr"])
 def test_bounded_tail_and_full_stream_file(
