@@ -137,17 +137,22 @@ def case_ids_of(*, config: ConfigDoc) -> CaseIds:
     return case_ids
 
 
+# The check file's lists whose items a family's problem is told at by the item's line.
+_ITEMS_TOLD_BY_LINE = ("cases.", "calibration.")
+
+
 def _locate_in_check_file(*, problems: list[ProblemModel], item: Loaded) -> None:
     """Give the family's problems told at a field of its check file (`cases_from`, its own
     `cases:` items such as `cases.2.id`) the line and column they are at: a second parse of
     the file, which only a family with such a problem pays for. A problem in an item of its
-    own `cases:` has the item's line already (its message names it); here it gets its field's."""
+    own `cases:` or of its `calibration:` has the item's line already (its message names it);
+    here it gets its field's."""
     unplaced = [
         problem
         for problem in problems
         if problem.file == item.path
         and problem.field_path
-        and (problem.line is None or problem.field_path.startswith("cases."))
+        and (problem.line is None or problem.field_path.startswith(_ITEMS_TOLD_BY_LINE))
     ]
     if not unplaced:
         return

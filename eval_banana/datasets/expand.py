@@ -326,7 +326,14 @@ def expand_family(
     if renderer.calibration:  # loaded only for a family that has calibration cases
         from eval_banana.datasets.calibrationcases import calibration_problems
 
-        problems.extend(calibration_problems(renderer=renderer, check_file=check_file))
+        problems.extend(
+            calibration_problems(
+                renderer=renderer,
+                check_file=check_file,
+                validator=validator,
+                check_text=check_text,
+            )
+        )
     if problems:
         # Lines that could not be read were noted first: list each file's problems in order.
         problems.sort(key=lambda problem: (problem.file or "", problem.line or 0))

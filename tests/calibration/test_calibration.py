@@ -940,6 +940,72 @@ def test_a_judge_familys_calibration_cases_need_their_rows(
     assert "only a dataset family's cases take" in refused.stderr
 
 
+FAMILY_SCHEMA = """case_schema:
+  type: object
+  required: [question, reply]
+  additionalProperties: false
+  properties:
+    id: {type: string}
+    question: {type: string}
+    reply: {type: string}
+    rating: {type: integer}
+"""
+
+
+def test_a_judge_familys_calibration_rows_must_match_its_case_schema(
+    make_project: Callable[..., Project], scripted_env: Path
+) -> None:
+    """A calibration row is held to the family's case_schema as a dataset row is: a known-bad
+    case that the judge fails only because a misspelt field left `reply` out tests nothing,
+    and agreeing with it must not make the judge trusted for the whole family."""
+    broken = FAMILY_CALIBRATION.replace(
+        'reply: "It ships today, thanks"}', 'reply: "It ships today, thanks", rating: "5"}'
+    ).replace('reply: "Not my problem"', 'rply: "Not my problem"')
+    proj = make_project({"replies": FAMILY_JUDGE + FAMILY_SCHEMA + broken})
+    (proj.root / "data").mkdir()
+    proj.write("data/replies.jsonl", '{"id": "r1", "question": "Open?", "reply": "Yes, thanks"}\n')
+    source = proj.root / "eval_checks" / "replies.yaml"
+    lines = source.read_text().splitlines()
+    polite_line = lines.index("  - name: polite") + 1
+    curt_line = lines.index("  - name: curt") + 1
+    wrong_type = (
+        f"{source} calibration item 1 (line {polite_line}): calibration case 'polite' does not "
+        "match case_schema at rating: '5' is not of type 'integer'"
+    )
+    misspelt = (
+        f"{source} calibration item 2 (line {curt_line}): calibration case 'curt' does not "
+        "match case_schema: 'reply' is a required property"
+    )
+    # Every bad calibration row in one pass, named as a dataset row would be, with the fix.
+    refused = eb_process(proj.root, "validate")
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert wrong_type in refused.stderr and misspelt in refused.stderr
+    assert "fix the calibration case's row" in refused.stderr
+    as_json = eb_process(proj.root, "validate", "--json")
+    assert as_json.returncode == 2
+    errors = [
+        (entry["message"], entry["field_path"], entry["line"])
+        for entry in json.loads(as_json.stdout)["errors"]
+    ]
+    assert errors == [
+        (wrong_type, "calibration.0.case.rating", polite_line + 2),  # at the field itself
+        (misspelt, "calibration.1.case", curt_line + 2),
+    ]
+    # Nothing is measured, recorded or run on such rows.
+    calibrated = eb_process(proj.root, "calibrate")
+    assert calibrated.returncode == 2, calibrated.stdout + calibrated.stderr
+    assert misspelt in calibrated.stderr and "AGREED" not in calibrated.stdout
+    assert not (proj.root / ".eval-banana" / "calibration.json").exists()
+    assert not scripted_env.exists()  # no judge ran
+    ran = eb_process(proj.root, "run")
+    assert ran.returncode == 2 and misspelt in ran.stderr
+    # The rows fixed, the family is calibrated as before.
+    proj.write("eval_checks/replies.yaml", FAMILY_JUDGE + FAMILY_SCHEMA + FAMILY_CALIBRATION)
+    calibrated = eb_process(proj.root, "calibrate")
+    assert calibrated.returncode == 0, calibrated.stdout + calibrated.stderr
+    assert "AGREED replies: 2/2 cases agreed" in calibrated.stdout
+
+
 def test_a_case_copy_holds_the_files_git_ignores_as_a_run_s_judge_sees_them(
     make_project: Callable[..., Project],
 ) -> None:
