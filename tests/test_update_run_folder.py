@@ -480,3 +480,99 @@ def test_the_result_files_of_a_merged_run_are_watched(tmp_path: Path) -> None:
     assert _result_file(owner, "plain").read_bytes() == kept
     status = proj.eb("status", "--run-dir", str(run_dir))
     assert status.exit_code == 0, status.stdout + status.stderr
+
+
+def test_a_folder_where_a_result_file_should_be_is_refused_with_the_fix(tmp_path: Path) -> None:
+    """A folder in place of checks/<stem>.json: `eb status` calls execute stale (the file
+    cannot be read) and names `eb update`, which died with an IsADirectoryError traceback
+    (exit 1). It is refused before a check runs (exit 2), naming the path, what is there and
+    the fix; the folder, which eb did not make, is left as it is."""
+    proj = Proj(root=tmp_path / "proj", eb=_eb_of_its_own, failing=False)
+    _run_once(proj)
+    run_dir = proj.run_dir
+    recorded = (run_dir / "stages" / "execute.json").read_bytes()
+    path = _result_file(run_dir, "plain")
+    path.unlink()
+    path.mkdir()
+    (path / "notes.txt").write_text("mine\n")
+    status = proj.eb("status")
+    assert status.exit_code == 1, status.stdout + status.stderr
+    row = _rows(status.stdout)["execute"]
+    assert f"checks/{path.name} cannot be read (not a regular file (a folder))" in row
+    assert "To rerun exactly what is not ok: eb update" in status.stdout
+    refused = proj.eb("update")
+    assert refused.exit_code == 2, refused.stdout + refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert f"Cannot write {path}: it is not a regular file (a folder)" in refused.stderr
+    assert "hint: Remove it, then run eb update: it writes the file again" in refused.stderr
+    assert "eb never removes what it did not make" in refused.stderr
+    assert (path / "notes.txt").read_text() == "mine\n"
+    assert (run_dir / "stages" / "execute.json").read_bytes() == recorded
+    assert proj.ran() == Counter(proj.checks)  # no check ran again
+    shutil.rmtree(path)
+    updated = proj.eb("update")
+    assert updated.exit_code == 0, updated.stdout + updated.stderr
+    assert proj.ran() == Counter(proj.checks)
+    _as_recorded(run_dir, proj.checks)
+    _status_ok(proj)
+
+
+def test_a_file_where_the_checks_folder_should_be_is_refused_with_the_fix(
+    tmp_path: Path,
+) -> None:
+    """A file in place of checks/: `eb update` (writing a result file into it) and `eb stage
+    execute` (making the folder) died with a traceback; both are refused (exit 2), naming
+    the path and the fix, and the file is left as it is."""
+    proj = Proj(root=tmp_path / "proj", eb=_eb_of_its_own, failing=False)
+    _run_once(proj)
+    run_dir = proj.run_dir
+    checks = run_dir / "checks"
+    shutil.rmtree(checks)
+    checks.write_text("mine\n")
+    refused = proj.eb("update")
+    assert refused.exit_code == 2, refused.stdout + refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert "a file stands where one of its folders should be" in refused.stderr
+    hint = f"hint: Remove the file in the way (in {checks} or above it), then run eb update"
+    assert hint in refused.stderr
+    staged = proj.eb("stage", "execute")
+    assert staged.exit_code == 2, staged.stdout + staged.stderr
+    assert "Traceback" not in staged.stderr
+    assert f"Cannot make the folder {checks}: a file stands there" in staged.stderr
+    assert checks.read_text() == "mine\n"
+    assert proj.ran() == Counter(proj.checks)  # no check ran again
+    checks.unlink()
+    updated = proj.eb("update")
+    assert updated.exit_code == 0, updated.stdout + updated.stderr
+    _as_recorded(run_dir, proj.checks)
+    _status_ok(proj)
+
+
+def test_a_folder_where_a_moved_checks_result_file_goes_is_refused_with_the_fix(
+    tmp_path: Path,
+) -> None:
+    """`eb stage execute --check-id` writes again the result file of a kept result whose check
+    file moved (it names the new file); a folder in its place died with a traceback."""
+    proj = Proj(root=tmp_path / "proj", eb=_eb_of_its_own, failing=False)
+    _run_once(proj)
+    run_dir = proj.run_dir
+    (proj.root / "eval_checks" / "moved").mkdir()
+    (proj.root / "eval_checks" / "plain.yaml").rename(
+        proj.root / "eval_checks" / "moved" / "plain.yaml"
+    )
+    planned = proj.eb("update", "guard")
+    assert planned.exit_code == 0, planned.stdout + planned.stderr
+    path = _result_file(run_dir, "plain")
+    path.unlink()
+    path.mkdir()
+    refused = proj.eb("stage", "execute", "--check-id", "scripted")
+    assert refused.exit_code == 2, refused.stdout + refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert f"Cannot write {path}: it is not a regular file (a folder)" in refused.stderr
+    assert "hint: Remove it, then run eb update" in refused.stderr
+    path.rmdir()
+    updated = proj.eb("update")
+    assert updated.exit_code == 0, updated.stdout + updated.stderr
+    assert "/moved/plain.yaml" in json.loads(path.read_text())["source_path"]
+    _as_recorded(run_dir, proj.checks)
+    _status_ok(proj)

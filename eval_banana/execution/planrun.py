@@ -47,6 +47,7 @@ from eval_banana.sampling.aggregate import aggregate_samples, sample_record, sam
 from eval_banana.sampling.schedule import Gate, Item, plan_items, sample_sets_of
 from eval_banana.settings.envpolicy import build_base_env, inherited_env
 from eval_banana.settings.folders import cache_dir
+from eval_banana.stagefiles.write import making_folder
 
 if TYPE_CHECKING:
     from eval_banana.assertions.shared import SharedArtifacts
@@ -96,7 +97,8 @@ class PlanRun:
         )
         self.checks = plan.checks
         self.checks_dir = run_dir / "checks"
-        self.checks_dir.mkdir(parents=True, exist_ok=True)
+        with making_folder(path=self.checks_dir, stage="execute"):
+            self.checks_dir.mkdir(parents=True, exist_ok=True)
         self.base_env = build_base_env(settings=config.settings.execution, environ=environ)
         self.placeholder_env = inherited_env(environ=environ)
         # One redactor for everything the run writes or prints, transcripts included.

@@ -10,7 +10,15 @@ from eval_banana.harness.usage import usage_tokens, usage_totals
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ExecuteDoc, PlanDoc, PlannedCheck
 from eval_banana.runners.results import instant_error, judge_expectation, write_check_result
+from eval_banana.stagefiles.write import refuse_wrong_place, refusing_wrong_place
 from eval_banana.stages.execute import execution_ms
+
+# What to do about a folder in the place of a result file (or a file in the place of checks/),
+# once it is removed: eb never removes what it did not make, and a rename cannot replace it.
+RESULT_FILE_FIX = (
+    "then run eb update: it writes the file again from the result stages/execute.json holds, "
+    "running no check; eb never removes what it did not make"
+)
 
 # (check id, definition digest) -> the earlier result of that check under that definition.
 Earlier = dict[tuple[str, str], CheckResult]
@@ -176,9 +184,21 @@ def rewrite_kept_results(
         was = before.get((result.check_id, result.check_definition_sha256))
         if was is None or (was == result.source_path and result.check_id not in damaged):
             continue
-        digests[result.check_id] = write_check_result(
-            checks_dir=run_dir / "checks", stem=check.stem, result=result
-        )
+        path = run_dir / "checks" / f"{check.stem}.json"
+        with refusing_wrong_place(path=path, stage="execute", fix=RESULT_FILE_FIX):
+            digests[result.check_id] = write_check_result(
+                checks_dir=run_dir / "checks", stem=check.stem, result=result
+            )
     if digests == merged.result_file_digests:
         return merged
     return merged.model_copy(update={"result_file_digests": digests})
+
+
+def refuse_taken_result_files(*, run_dir: Path, plan: PlanDoc, check_ids: Collection[str]) -> None:
+    """Refuse, before a check runs, to write the result file of any of `check_ids` whose place a
+    folder holds (or whose checks/ folder is a file): `eb status` saw it as a file that cannot
+    be read, and neither rewriting it nor the check's own write could replace it."""
+    for check in plan.checks:
+        if check.id in check_ids:
+            path = run_dir / "checks" / f"{check.stem}.json"
+            refuse_wrong_place(path=path, stage="execute", fix=RESULT_FILE_FIX)

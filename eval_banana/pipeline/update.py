@@ -184,7 +184,11 @@ def _update_execute(*, request: StageRequest, known: dict[str, str], out: Out) -
     kept result whose checks/<stem>.json is gone or was edited is written there again from
     execute.json (where the reports read it from), no check run. The exit code, and whether
     any check ran again."""
-    from eval_banana.pipeline.partial import merge_results, rewrite_kept_results
+    from eval_banana.pipeline.partial import (
+        merge_results,
+        refuse_taken_result_files,
+        rewrite_kept_results,
+    )
     from eval_banana.pipeline.runfiles import result_files_changed
     from eval_banana.stages import execute as execute_stage
     from eval_banana.stages import guard as guard_stage
@@ -205,6 +209,8 @@ def _update_execute(*, request: StageRequest, known: dict[str, str], out: Out) -
     for check_id, why in reasons.items():
         out(f"  rerun {check_id}: {one_line(why)}")
     found = result_files_changed(doc=previous, run_dir=run_dir) if previous is not None else {}
+    # A folder where a result file goes is the user's to remove: refused before a check runs.
+    refuse_taken_result_files(run_dir=run_dir, plan=plan, check_ids=found)
     # A check run again writes its own file.
     damaged = {check_id: why for check_id, why in found.items() if check_id not in reasons}
     for check_id, why in damaged.items():
