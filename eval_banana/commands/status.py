@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import argparse
 import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from eval_banana.commands import common
 from eval_banana.core.words import one_line
+
+if TYPE_CHECKING:
+    from eval_banana.pipeline.status import StageState
 
 
 def configure(*, parser: argparse.ArgumentParser) -> None:
@@ -48,8 +53,32 @@ def run(args: argparse.Namespace) -> int:
             f"a new run with {_same_run('eb run', args=args)}"
         )
         return 1
+    merge = _merge_to_run_again(run_dir=run_dir, states=states, args=args)
+    if merge is not None:
+        print(merge)
+        return 1
     print(f"To rerun exactly what is not ok: {_in_run_dir('eb update', args=args)}")
     return 1
+
+
+def _merge_to_run_again(
+    *, run_dir: Path, states: list[StageState], args: argparse.Namespace
+) -> str | None:
+    """For a merged run whose merge was interrupted before it brought in every shard's files,
+    the merge that completes it (`eb update` refuses the folder); else None."""
+    from eval_banana.pipeline.interruptedmerge import interrupted_merge, merge_again
+
+    if not any(state.stage == "execute" and state.state == "stale" for state in states):
+        return None
+    doc = interrupted_merge(run_dir=run_dir)
+    if doc is None:
+        return None
+    command = _same_run(merge_again(doc=doc, run_dir=run_dir), args=args)
+    return (
+        "The merge that wrote this folder was interrupted before it brought in every shard's "
+        "files, which only the shards hold: eb update cannot complete it. Merge the same "
+        f"shards again: {command}"
+    )
 
 
 def _in_run_dir(command: str, *, args: argparse.Namespace) -> str:

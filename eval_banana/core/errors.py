@@ -225,6 +225,13 @@ class MergeError(EvalBananaError):
     kind = "merge_error"
 
 
+class MergeInterruptedError(EvalBananaError):
+    """`eb update` was asked to complete a merged run whose `eb merge` was interrupted before it
+    had brought in every shard's files: only merging the shards again can."""
+
+    kind = "merge_interrupted"
+
+
 class RunFolderError(EvalBananaError):
     """A folder given as a finished run (`eb diff`, `--baseline`) is not one, or is unreadable."""
 

@@ -415,6 +415,13 @@ class ExecuteDoc(StageEnvelope):
         default_factory=list,
         description="eb merge: the shard run folders these results were gathered from.",
     )
+    merge_interrupted: bool = Field(
+        default=False,
+        description="eb merge was interrupted before it had brought every shard's files into "
+        "this folder (the checks' output files in checks/, the frozen scripts): only the shards "
+        "hold them, so eb status calls execute stale and eb update refuses the folder; merging "
+        "the same shards again makes a complete one.",
+    )
     cache: CacheCounts | None = Field(
         default=None,
         description="What the verdict cache did in this run; null when it was off.",

@@ -74,7 +74,8 @@ def merge_results(*, plan: PlanDoc, fresh: ExecuteDoc, previous: ExecuteDoc | No
     Checks the rerun did not select keep their earlier result when it was for the same
     definition; otherwise they are recorded as not run, so the run cannot pass on them. The
     totals (tokens, cost) count every result kept, and a merged run stays merged from its
-    shards: the results it keeps came from them. The run keeps its first start (`_run_times`).
+    shards: the results it keeps came from them (and lacks their files while it keeps one of
+    a merge that was interrupted). The run keeps its first start (`_run_times`).
     """
     by_id = {result.check_id: result for result in fresh.results}
     earlier = _earlier(previous)
@@ -88,6 +89,9 @@ def merge_results(*, plan: PlanDoc, fresh: ExecuteDoc, previous: ExecuteDoc | No
             "tokens_used": _reported_tokens(results),
             "cost_usd": _reported_cost_usd(results),
             "merged_from": previous.merged_from if previous is not None else fresh.merged_from,
+            "merge_interrupted": _still_incomplete(
+                plan=plan, fresh=by_id.keys(), previous=previous
+            ),
             "input_digests": _merged_by_check(
                 plan=plan,
                 results=results,
@@ -106,6 +110,17 @@ def merge_results(*, plan: PlanDoc, fresh: ExecuteDoc, previous: ExecuteDoc | No
             **_run_times(fresh=fresh, previous=previous),
         }
     )
+
+
+def _still_incomplete(
+    *, plan: PlanDoc, fresh: Collection[str], previous: ExecuteDoc | None
+) -> bool:
+    """Whether a merged run whose merge was interrupted before it brought every shard's files
+    in still lacks them: a check the rerun left out keeps its result, and its files are still
+    only in its shard."""
+    if previous is None or not previous.merge_interrupted:
+        return False
+    return any(check.id not in fresh for check in plan.checks)
 
 
 def _run_times(*, fresh: ExecuteDoc, previous: ExecuteDoc | None) -> dict[str, object]:

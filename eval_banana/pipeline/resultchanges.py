@@ -13,6 +13,7 @@ from eval_banana.models.result import NOT_RUN as NOT_RUN_KEY
 from eval_banana.models.result import RESOURCE_FAULT, WRITE_FAULT, CheckResult
 from eval_banana.models.result import STOPPED as STOPPED_KEY
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, PlanDoc
+from eval_banana.pipeline.interruptedmerge import MERGE_INTERRUPTED
 from eval_banana.pipeline.runfiles import result_files_changed
 from eval_banana.pipeline.stalewords import describe_changes
 from eval_banana.runners.results import STOP_REASON_TEXT
@@ -129,9 +130,13 @@ def outdated_results(
 
 
 def results_outdated(*, doc: ExecuteDoc, run_dir: Path) -> str | None:
-    """A planned check with no result yet (a stopped run never started it, or ended it), a
+    """A merged run whose merge was interrupted before it brought in every shard's files, a
+    planned check with no result yet (a stopped run never started it, or ended it), a
     checked `inputs:` file or an assertions check's artifact changed since the result that
     read it was recorded, or a check's result file gone or edited since it was written."""
+    if doc.merge_interrupted:
+        # Said alone: the files it lacks are the shards' to bring, never eb update's to write.
+        return MERGE_INTERRUPTED
     config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
     plan: PlanDoc = read_stage(run_dir=run_dir, stage="validate")
     without = _without_result(plan=plan, executed=doc)
@@ -152,7 +157,9 @@ def _abort_without_loss(*, doc: ExecuteDoc) -> str | None:
     once its last check had ended, while the verdicts were stored): nothing is left to run, yet
     the run cannot pass, so `eb update` records the results again, without the abort. A fault
     that took a check's outcome is never this: that check has no result yet (`_no_result_yet`)
-    and runs again first, its output and result written anew."""
+    and runs again first, its output and result written anew. Nor is a merge interrupted before
+    it brought in the shards' files (`merge_interrupted`, asked first): only the shards have
+    them."""
     if doc.aborted_by is None:
         return None
     why = STOP_REASON_TEXT.get(doc.aborted_by, doc.aborted_by)

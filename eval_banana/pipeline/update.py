@@ -14,6 +14,7 @@ from eval_banana.core.errors import RunAborted, StageFileError
 from eval_banana.core.words import one_line, plural
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, GuardDoc, PlanDoc, ScoreDoc
 from eval_banana.pipeline.definitionchanges import definition_changes, planned_for
+from eval_banana.pipeline.interruptedmerge import refuse_interrupted_merge
 from eval_banana.pipeline.remembering import remember_failures, remembered_before
 from eval_banana.pipeline.rerun import RERUNS, StageRequest
 from eval_banana.pipeline.resultchanges import outdated_results
@@ -31,7 +32,9 @@ def update_run(*, request: StageRequest, target: str = "report", out: Out = prin
     """Rerun the stages up to `target` that are not ok; the exit code is the run's verdict
     when `target` reaches score (as `eb run`'s), else 0 (3 if execute was interrupted). An
     aborted run raises RunAborted, once its reports and record are written, as `eb run` does.
-    A folder another eb process is writing is refused (RunInUseError)."""
+    A folder another eb process is writing is refused (RunInUseError), and so is a merged run
+    whose merge was interrupted before it brought in the shards' files (MergeInterruptedError):
+    only merging them again completes it."""
     with writing_run(run_dir=request.run_dir):
         return _update(request=request, target=target, out=out)
 
@@ -39,9 +42,13 @@ def update_run(*, request: StageRequest, target: str = "report", out: Out = prin
 def _update(*, request: StageRequest, target: str, out: Out) -> int:
     run_dir = request.run_dir
     wanted = STAGE_NAMES[: STAGE_NAMES.index(target) + 1]
-    todo = [state for state in run_status(run_dir=run_dir) if state.stage in wanted]
-    todo = [state for state in todo if state.state != "ok"]
+    states = run_status(run_dir=run_dir)
+    todo = [state for state in states if state.stage in wanted and state.state != "ok"]
     out(f"Run folder: {run_dir}")
+    if any(state.stage == "execute" and state.state == "stale" for state in states):
+        # Before any stage is rebuilt, whatever the target: nothing here can bring in what
+        # only the shards of an interrupted merge hold.
+        refuse_interrupted_merge(run_dir=run_dir)
     if not todo:
         out(f"Nothing to update: every stage up to {target} is ok.")
         verdict = _verdict(request=request, wanted=wanted, show=True)

@@ -177,12 +177,16 @@ def _merge_into(
         raise
     # report.html lists checks/ to link each check's files: the links come first.
     try:
-        _bring(links, redo=bring_evidence, stop=cancel.is_set)
+        brought = _bring(links, redo=bring_evidence, stop=cancel.is_set)
     except BaseException:
         folders.abandon()  # an interrupt: nothing of the merge goes on without it
         raise
-    stopped = interrupted_late(executed=executed, cancel=cancel)
-    if stopped is not None:
+    stopped = interrupted_late(executed=executed, cancel=cancel) or executed
+    if not brought:
+        # Files only the shards hold stayed out: `eb update` must never call the folder
+        # complete (it refuses it), and `eb status` names the merge to run again.
+        stopped = stopped.model_copy(update={"merge_interrupted": True})
+    if stopped is not executed:
         # Interrupted: the run is written as one, as `eb run` writes a run interrupted after
         # its checks ended (every result stands; `aborted_by: interrupt`, exit 3).
         executed = stopped
@@ -215,19 +219,21 @@ def _merge_into(
 
 def _bring(
     pending: forked.Pending[None], *, redo: Callable[[], None], stop: Callable[[], bool]
-) -> None:
+) -> bool:
     """The shards' evidence brought by `pending` (done again here over what a child ended by
     a signal left part done), unless the merge was interrupted (`stop`): then what is not
     linked yet stays out, and a child still at it is ended rather than waited for, so the
-    interrupted merge writes its reports at once."""
+    interrupted merge writes its reports at once. Whether all of it was brought."""
     if stop() or not pending.ready(stop=stop):
         pending.abandon()
-        return
+        return False
     try:
         pending.finish()
     except forked.ForkedWorkStopped:
-        if not stop():  # a Ctrl-C sent to the process group ends the child too
-            redo()
+        if stop():  # a Ctrl-C sent to the process group ends the child too
+            return False
+        redo()
+    return True
 
 
 def _settle(*pending: forked.Pending[None], error: BaseException) -> None:

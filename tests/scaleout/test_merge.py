@@ -587,6 +587,150 @@ def test_a_signal_during_the_merge_stops_it_and_writes_its_reports_as_interrupte
     assert "interrupt" in summary.read_text().lower()
 
 
+# `eb merge` whose report stage waits, the first time, for the file EB_GO names, having noted
+# "reporting": every shard's evidence is in by then (a small merge links it in place).
+SLOW_REPORTS_MERGE = eb_script(
+    setup="""\
+    import time
+    import eval_banana.pipeline.finish as finish
+    real = finish.publish_report
+
+    def slow(**kwargs):
+        note("reporting")
+        deadline = time.monotonic() + 60
+        while not os.path.exists(os.environ["EB_GO"]) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return real(**kwargs)
+
+    finish.publish_report = slow
+    """
+)
+
+
+def _interrupted_merge(
+    *, script: str, busy: str, shards: list[str], cwd: Path, output: Path, tmp_path: Path
+) -> Path:
+    """`eb merge` of `shards` into a run folder under `output`, Ctrl-C'd once it noted `busy`
+    (exit 3); the merged run folder."""
+    events, go = tmp_path / "events", tmp_path / "go"
+    process = subprocess.Popen(
+        [sys.executable, "-c", script, "merge", *shards, "--cwd", str(cwd)]
+        + ["--output-dir", str(output)],
+        env={**_environ(), "EB_EVENTS": str(events), "EB_GO": str(go)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=default_sigint,
+    )
+    deadline = time.monotonic() + 60
+    while busy not in events_of(events) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert busy in events_of(events)
+    os.killpg(process.pid, signal.SIGINT)  # Ctrl-C in a terminal
+    go.touch()
+    try:
+        _, stderr = process.communicate(timeout=30)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+    assert process.returncode == 3, stderr
+    assert "Traceback" not in stderr
+    (run_dir,) = output.iterdir()
+    return run_dir
+
+
+def _evidence(run_dir: Path) -> list[str]:
+    """What checks/ holds besides the result files: the checks' output files and folders."""
+    return sorted(p.name for p in (run_dir / "checks").iterdir() if not p.name.endswith(".json"))
+
+
+def _output_files(run_dir: Path) -> list[str]:
+    return [name for name in _evidence(run_dir) if (run_dir / "checks" / name).is_file()]
+
+
+def test_a_merge_interrupted_before_its_evidence_came_in_is_merged_again_not_updated(
+    scale_out: dict[str, Path], tmp_path: Path
+) -> None:
+    """A merge interrupted while it linked the shards' evidence left checks/ without it:
+    `eb status` called execute stale (result files missing) and named `eb update`, which
+    wrote the result files from execute.json, dropped the abort and called every stage ok,
+    exit 0, the checks' output files still missing. execute.json now records the merge as
+    interrupted: `eb status` names the merge to run again and `eb update` refuses (exit 2)."""
+    shards = _shard_folders(scale_out)
+    output = tmp_path / "merged"
+    run_dir = _interrupted_merge(
+        script=SLOW_LINKS_MERGE,
+        busy="linking",
+        shards=shards,
+        cwd=scale_out["main"],
+        output=output,
+        tmp_path=tmp_path,
+    )
+    assert _output_files(run_dir) == []  # the links' child was stopped at its first folder
+    assert _output_files(scale_out["merged"]) != []
+    written = {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+    status = _eb("status", "--run-dir", str(run_dir))
+    assert status.returncode == 1, status.stdout + status.stderr
+    (row,) = [line for line in status.stdout.splitlines() if line.startswith("execute")]
+    assert row.endswith(
+        "stale  (the eb merge that wrote this folder was interrupted before it brought in "
+        "every shard's files: merge the same shards again)"
+    )
+    merge_again = f"eb merge {' '.join(shards)} --output-dir {output}"
+    assert status.stdout.splitlines()[-1].endswith(f"Merge the same shards again: {merge_again}")
+    assert "eb update" not in status.stdout.replace("eb update cannot complete it", "")
+    refused = _eb("update", "--run-dir", str(run_dir))
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert f"Cannot update {run_dir}: the eb merge that wrote it was interrupted" in refused.stderr
+    assert f"hint: Merge the same shards again: {merge_again}" in refused.stderr
+    assert {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()} == written
+    executed = json.loads((run_dir / "stages" / "execute.json").read_text())
+    assert (executed["aborted_by"], executed["merge_interrupted"]) == ("interrupt", True)
+    # One check run again here brings none of the other checks' files in.
+    rerun = _eb("stage", "execute", "--run-dir", str(run_dir), "--check-id", "pass_00")
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert "was interrupted" in _eb("status", "--run-dir", str(run_dir)).stdout
+    assert _eb("update", "--run-dir", str(run_dir)).returncode == 2
+    # The merge it names makes a complete folder beside it.
+    again = _eb(*merge_again.split()[1:], "--cwd", str(scale_out["main"]))
+    assert again.returncode == 1, again.stderr  # the verdict: checks failed
+    (complete,) = [folder for folder in output.iterdir() if folder != run_dir]
+    assert _evidence(complete) == _evidence(scale_out["merged"])
+    status = _eb("status", "--run-dir", str(complete))
+    assert status.returncode == 0, status.stdout + status.stderr
+
+
+def test_a_merge_interrupted_once_its_evidence_came_in_is_updated_without_the_abort(
+    scale_out: dict[str, Path], tmp_path: Path
+) -> None:
+    """Interrupted while it wrote its reports, the merge had brought in every shard's files:
+    the run is recorded as aborted though every check has its result, and `eb update` records
+    it again without the abort, as it does for `eb run`."""
+    output = tmp_path / "merged"
+    run_dir = _interrupted_merge(
+        script=SLOW_REPORTS_MERGE,
+        busy="reporting",
+        shards=_shard_folders(scale_out),
+        cwd=scale_out["main"],
+        output=output,
+        tmp_path=tmp_path,
+    )
+    executed = json.loads((run_dir / "stages" / "execute.json").read_text())
+    assert executed["aborted_by"] == "interrupt"
+    assert not executed.get("merge_interrupted", False)
+    assert _evidence(run_dir) == _evidence(scale_out["merged"])
+    status = _eb("status", "--run-dir", str(run_dir))
+    assert "though every check has its result" in status.stdout, status.stdout
+    updated = _eb("update", "--run-dir", str(run_dir))
+    assert updated.returncode == 1, updated.stdout + updated.stderr  # the verdict, no abort
+    assert _report(run_dir)["aborted_by"] is None
+    assert _eb("status", "--run-dir", str(run_dir)).returncode == 0
+
+
 def _group_gone(*, pgid: int, within_s: float) -> bool:
     deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:
