@@ -181,7 +181,7 @@ def test_an_interrupted_run_reads_as_aborted_not_as_a_run_at_0_percent(
     assert (second["aborted_by"], second["not_run"], second["stopped"]) == ("interrupt", 1, 1)
     text = eb("history", "--cwd", str(root)).stdout
     row = next(line for line in text.splitlines() if line.startswith(second["run_id"]))
-    assert row.split()[3:5] == ["0/0", "-"], row
+    assert row.split()[3:6] == ["ABORTED", "0/0", "-"], row
     assert row.endswith("aborted (interrupt): 1 of 2 checks not run, 1 stopped"), row
     page = tmp_path / "history.html"
     assert eb("history", "--cwd", str(root), "--html", str(page)).exit_code == 0
@@ -800,7 +800,12 @@ def test_small_costs_never_read_as_free_and_add_up_to_the_run(tmp_path: Path, eb
     synth.write(folder=root / ".eval-banana" / "history", records=[run])
 
     text = eb("history", "--cwd", str(root)).stdout
-    cost = {line.split()[0]: line.split()[6] for line in text.splitlines() if len(line.split()) > 6}
+    cost, at = {}, 0
+    for words in map(str.split, text.splitlines()):
+        if "cost" in words:  # a table's head: where its cost column is
+            at = words.index("cost")
+        elif len(words) > at > 0:
+            cost[words[0]] = words[at]
     assert cost[run.run_id] == "$0.000070"
     assert (cost["judge_a"], cost["judge_b"], cost["script"]) == ("$0.000040", "$0.000030", "-")
     markdown = eb("history", "--cwd", str(root), "--format", "md").stdout
@@ -1219,5 +1224,105 @@ def test_a_stopped_runs_not_run_count_is_the_one_its_console_said(tmp_path: Path
     assert (run["checks"], run["not_run"], run["stopped"], run["pass_rate"]) == (3, 2, 1, None)
     text = eb("history", "--cwd", str(root)).stdout
     (row,) = [line for line in text.splitlines() if line.startswith(run["run_id"])]
-    assert row.split()[3] == "0/0", row  # out of the checks that ran to an outcome: none
+    assert row.split()[4] == "0/0", row  # out of the checks that ran to an outcome: none
     assert row.endswith("aborted (run_timeout): 2 of 3 checks not run, 1 stopped"), row
+
+
+# Two samples, `aggregate: any`: the sample that creates the `flip` file fails, the other
+# passes, so the check passes with samples that disagreed (flaky) the first time it runs.
+FLAKY_ONCE = textwrap.dedent(
+    """\
+    schema_version: 1
+    id: sampled
+    type: deterministic
+    description: Sampled.
+    repeats: 2
+    aggregate: any
+    script: |
+      import os, sys
+      try:
+          os.close(os.open({flip!r}, os.O_CREAT | os.O_EXCL))
+      except FileExistsError:
+          sys.exit(0)
+      sys.exit("the first sample fails")
+    """
+)
+
+# Three cases, one failing, under a gate of 100%: the run's threshold of 60% is met, its gate not.
+GATED_FAMILY = textwrap.dedent(
+    """\
+    schema_version: 1
+    id: fam
+    type: deterministic
+    description: Family.
+    min_pass_rate: 1.0
+    cases:
+      - id: c1
+      - id: c2
+      - id: c3
+    script: |
+      import json, sys
+      sys.exit(json.load(open(sys.argv[1]))["case_id"] == "c3")
+    """
+)
+
+
+def _run_rows(text: str) -> dict[str, str]:
+    """The runs table of `eb history`'s text: run id -> its row."""
+    return {line.split()[0]: line for line in text.splitlines() if line[:1].isdigit()}
+
+
+def _run_with(eb: Eb, root: Path, *options: str, expect: int) -> str:
+    done = eb("run", "--cwd", str(root), "--json", *options)
+    assert done.exit_code == expect, done.stderr
+    return str(json.loads(done.stdout)["run_id"])
+
+
+def test_a_run_that_failed_with_every_check_passing_says_it_failed_and_why(
+    tmp_path: Path, eb: Eb
+) -> None:
+    """A flaky check under --fail-on-flaky fails the run (exit 1) though every check passed:
+    its row says FAILED and why, in text and Markdown, as a passing run's says passed; and
+    `--flaky` lists the check whose samples disagreed, saying so."""
+    root = _project(
+        tmp_path / "p",
+        {
+            "eval_checks/sampled.yaml": FLAKY_ONCE.format(flip=str(tmp_path / "flip")),
+            "eval_checks/ok.yaml": check_yaml("ok"),
+        },
+    )
+    failed = _run_with(eb, root, "--fail-on-flaky", expect=1)
+    passed = _run_with(eb, root, "--fail-on-flaky", expect=0)  # the samples agree now
+
+    rows = _run_rows(eb("history", "--cwd", str(root)).stdout)
+    assert rows[failed].split()[3:6] == ["FAILED", "2/2", "100%"]
+    assert rows[failed].endswith("1 check was flaky (--fail-on-flaky)")
+    assert rows[passed].split()[3:6] == ["passed", "2/2", "100%"]
+    markdown = eb("history", "--cwd", str(root), "--format", "md").stdout
+    assert "| verdict |" in markdown
+    assert "| FAILED | 2/2 | 100% |" in markdown
+    assert "| 1 check was flaky (--fail-on-flaky) |" in markdown
+    view = json.loads(eb("history", "--cwd", str(root), "--json").stdout)
+    assert [run["failed_because"] for run in view["runs"]] == [
+        ["1 check was flaky (--fail-on-flaky)"],
+        [],
+    ]
+
+    flaky = eb("history", "--cwd", str(root), "--flaky").stdout
+    assert "Flaky checks (1):" in flaky
+    (line,) = [line for line in flaky.splitlines() if line.startswith("sampled")]
+    assert "✓✓" in line and line.endswith("samples disagreed in 1 run")
+
+
+def test_a_run_that_failed_its_family_gate_says_so(tmp_path: Path, eb: Eb) -> None:
+    """The threshold is met (2 of 3 at 60%), the family's gate of 100% is not: the row says
+    FAILED and names the gate."""
+    root = _project(
+        tmp_path / "p",
+        {"eval_checks/fam.yaml": GATED_FAMILY},
+        config="[core]\npass_threshold = 0.6\n",
+    )
+    failed = _run_with(eb, root, expect=1)
+    rows = _run_rows(eb("history", "--cwd", str(root)).stdout)
+    assert rows[failed].split()[3:5] == ["FAILED", "2/3"]
+    assert rows[failed].endswith("the gate of family fam did not hold")

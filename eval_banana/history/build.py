@@ -136,6 +136,15 @@ def build_record(
         passed=bool(report["run_passed"]),
         exit_code=exit_code,
         aborted_by=report.get("aborted_by"),
+        pass_threshold=report.get("pass_threshold"),
+        meets_threshold=report.get("meets_threshold"),
+        halted_by=report.get("halted_by"),
+        fail_on_flaky=report.get("fail_on_flaky") is True,
+        gates_not_held=[
+            str(family["id"])
+            for family in report.get("families") or ()
+            if family.get("gate_held") is False
+        ],
         percentage=float(report["percentage"]),
         totals=HistoryTotals(
             checks=int(report["total_checks"]),

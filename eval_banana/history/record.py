@@ -127,6 +127,28 @@ class HistoryRecord(Record):
     passed: bool = Field(description="The run's verdict (report.json's run_passed).")
     exit_code: int = Field(description="What `eb` exited with for this run.")
     aborted_by: str | None = None
+    pass_threshold: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="The pass ratio the run needed (report.json's pass_threshold); null: a "
+        "record written before eb kept why a run did not pass.",
+    )
+    meets_threshold: bool | None = Field(
+        default=None,
+        description="Its points met pass_threshold; null: a record written before eb kept this.",
+    )
+    halted_by: str | None = Field(
+        default=None, description="`maxfail`: the run stopped launching checks at --maxfail."
+    )
+    fail_on_flaky: bool = Field(
+        default=False,
+        description="The run was judged with --fail-on-flaky: a flaky check fails it.",
+    )
+    gates_not_held: list[str] = Field(
+        default_factory=list,
+        description="The dataset families whose gate (`min_pass_rate`) did not hold.",
+    )
     percentage: float
     totals: HistoryTotals
     cost_usd: float | None = Field(default=None, ge=0, description="Dollars spent in this run.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from eval_banana.core.words import dollars_text, percent_text, visible
+from eval_banana.core.words import dollars_text, percent_text, plural, visible
 from eval_banana.history.view import CheckRow, FamilyRow, HistoryView, RunRef, RunRow
 
 
@@ -30,8 +30,8 @@ def _ref(ref: RunRef) -> str:
     return f"run {ref.run_id}{commit}"
 
 
-def story(row: CheckRow) -> str:
-    """ "failing since run X (commit abc1234), last passed in run Y", or "" when passing."""
+def _streak_story(row: CheckRow) -> str:
+    """ "failed since run X (commit abc1234), last passed in run Y", or "" when passing."""
     if row.failing_since is None:
         return ""
     text = f"{row.status} since {_ref(row.failing_since)}"
@@ -40,15 +40,37 @@ def story(row: CheckRow) -> str:
     return f"{text}, last passed in {_ref(row.last_passed)}"
 
 
+def story(row: CheckRow) -> str:
+    """What the check's note says: its failing streak (see `_streak_story`) and the runs its
+    own samples disagreed in; "" for a steady check passing."""
+    parts = [_streak_story(row)]
+    if row.flaky_runs:
+        parts.append(f"samples disagreed in {plural(count=row.flaky_runs, noun='run')}")
+    return "; ".join(part for part in parts if part)
+
+
 def run_note(run: RunRow) -> str:
-    """ "aborted (interrupt): 2 of 3 checks not run, 1 stopped", or "" for a run that ran every
-    check to an outcome. `not run` is the count the run's own console said."""
-    if run.not_run == 0 and run.stopped == 0 and run.aborted_by is None:
-        return ""
+    """Why a failed run did not pass (`1 check was flaky (--fail-on-flaky)`), then
+    "aborted (interrupt): 2 of 3 checks not run, 1 stopped"; "" for a run that passed with
+    every check run to an outcome. `not run` is the count the run's own console said."""
+    parts = list(run.failed_because)
+    if run.not_run or run.stopped or run.aborted_by is not None:
+        parts.append(_not_run_note(run))
+    return "; ".join(parts)
+
+
+def _not_run_note(run: RunRow) -> str:
     not_run = f"{run.not_run} of {run.checks} checks not run"
     if run.stopped:
         not_run += f", {run.stopped} stopped"
     return not_run if run.aborted_by is None else f"aborted ({run.aborted_by}): {not_run}"
+
+
+def verdict_text(run: RunRow) -> str:
+    """The run's verdict as its row says it: a run that did not pass stands out in capitals."""
+    if run.passed:
+        return "passed"
+    return "ABORTED" if run.aborted_by is not None else "FAILED"
 
 
 def _run_cells(run: RunRow) -> list[str]:
@@ -56,6 +78,7 @@ def _run_cells(run: RunRow) -> list[str]:
         run.run_id,
         run.kind,
         _commit(run.commit, run.dirty),
+        verdict_text(run),
         # Out of the checks it ran, as its rate: the checks it did not run are in the note.
         f"{run.passed_checks}/{run.checks - run.not_run - run.stopped}",
         rate_text(run.pass_rate),
@@ -65,7 +88,7 @@ def _run_cells(run: RunRow) -> list[str]:
     ]
 
 
-_RUN_HEAD = ["run", "kind", "commit", "passed", "rate", "duration", "cost", "note"]
+_RUN_HEAD = ["run", "kind", "commit", "verdict", "passed", "rate", "duration", "cost", "note"]
 # How to read a family's strip, said once above its table.
 FAMILY_KEY = "▁ to █ the pass rate of a run of every case, ◦ part of them, · not run"
 _CHECK_HEAD = ["check", "outcomes", "rate", "flips", "median", "p90", "cost", "note"]
@@ -154,7 +177,7 @@ def to_markdown(view: HistoryView) -> str:
     if view.checks:
         rows = [
             [f"`{cells[0]}`", f"`{cells[1]}`", *cells[2:]]
-            for cells in map(_check_cells, view.checks)
+            for cells in (_check_cells(row) for row in view.checks)
         ]
         lines += _md_table(_CHECK_HEAD, rows)
     else:

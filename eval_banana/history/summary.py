@@ -18,6 +18,7 @@ from eval_banana.harness.usage import dollars_sum
 from eval_banana.history.merges import merges_once
 from eval_banana.history.recent import median
 from eval_banana.history.record import HistoryCheck, HistoryRecord
+from eval_banana.history.verdicts import failed_because
 from eval_banana.history.view import CheckRow, RunRef, RunRow
 
 MARKS = {"passed": "✓", "failed": "✗", "error": "E"}
@@ -57,6 +58,7 @@ def run_row(*, record: HistoryRecord) -> RunRow:
         stopped=no_outcome - not_run,
         pass_rate=totals.passed / ran if ran > 0 else None,
         aborted_by=record.aborted_by,
+        failed_because=failed_because(record=record),
         duration_ms=record.duration_ms,
         cost_usd=record.cost_usd,
     )
@@ -188,6 +190,7 @@ def check_row(
         flips=sum(flips.values()),
         most_flips_on_one_definition=max(flips.values(), default=0),
         definitions=len({check.digest for check in checks}),
+        flaky_runs=sum(check.flaky for check in checks),
         median_ms=float(median(timed)) if timed else None,
         p90_ms=_p90(timed),
         cost_usd=_total_cost(checks),
@@ -223,11 +226,14 @@ def check_rows(
 
 
 def listed(*, rows: Sequence[CheckRow], listing: Listing, min_flips: int) -> list[CheckRow]:
-    """The rows a listing shows, in its order: flaky (most flips first), slowest (median
-    duration), costliest (total cost), or all (by id)."""
+    """The rows a listing shows, in its order: flaky (most flips first, then the most runs
+    whose samples disagreed), slowest (median duration), costliest (total cost), or all (by
+    id)."""
     if listing == "flaky":
-        found = [row for row in rows if row.most_flips_on_one_definition >= min_flips]
-        return sorted(found, key=lambda row: (-row.most_flips_on_one_definition, row.id))
+        found = [row for row in rows if is_flaky(row=row, min_flips=min_flips)]
+        return sorted(
+            found, key=lambda row: (-row.most_flips_on_one_definition, -row.flaky_runs, row.id)
+        )
     if listing == "slowest":
         timed = [row for row in rows if row.median_ms is not None]
         return sorted(timed, key=lambda row: (-(row.median_ms or 0.0), row.id))
@@ -235,3 +241,9 @@ def listed(*, rows: Sequence[CheckRow], listing: Listing, min_flips: int) -> lis
         costed = [row for row in rows if row.cost_usd is not None]
         return sorted(costed, key=lambda row: (-(row.cost_usd or 0.0), row.id))
     return list(rows)
+
+
+def is_flaky(*, row: CheckRow, min_flips: int) -> bool:
+    """Whether `--flaky` lists the check: it flipped `min_flips` times on one definition from
+    run to run, or its own samples disagreed in a run (flaky within it)."""
+    return row.most_flips_on_one_definition >= min_flips or row.flaky_runs > 0

@@ -57,6 +57,13 @@ class RunRow(Record):
         description="Why the run was aborted (`interrupt`, `run_timeout`, a fuse); null: it "
         "ran to its end.",
     )
+    failed_because: list[str] = Field(
+        default_factory=list,
+        description="Why the run did not pass, in report.html's words (below the threshold, "
+        "errors, maxfail, a flaky check under --fail-on-flaky, a family's gate); empty for a "
+        "run that passed, an aborted run (aborted_by says why) and a record written before eb "
+        "kept the reasons.",
+    )
     duration_ms: int = Field(ge=0)
     cost_usd: float | None = None
 
@@ -85,6 +92,12 @@ class CheckRow(Record):
     )
     most_flips_on_one_definition: int = Field(ge=0)
     definitions: int = Field(ge=0, description="Distinct definition digests in the window.")
+    flaky_runs: int = Field(
+        default=0,
+        ge=0,
+        description="Runs of the window in which its repeated samples disagreed (flaky within "
+        "the run, whatever its flips between runs).",
+    )
     median_ms: float | None = Field(description="Median duration, early errors left out.")
     p90_ms: float | None = Field(description="90th percentile duration, early errors left out.")
     cost_usd: float | None = Field(

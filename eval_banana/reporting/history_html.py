@@ -25,6 +25,7 @@ from eval_banana.history.render import (
     run_note,
     story,
 )
+from eval_banana.history.summary import is_flaky
 from eval_banana.history.trend import Picture, Timeline
 from eval_banana.history.view import CheckRow, FamilyRow, RunRow
 from eval_banana.reporting.html_assets import CONTENT_SECURITY_POLICY, CSS
@@ -261,7 +262,7 @@ def _family(row: CheckRow) -> str | None:
 
 
 def _flaky(row: CheckRow, min_flips: int) -> bool:
-    return row.most_flips_on_one_definition >= min_flips
+    return is_flaky(row=row, min_flips=min_flips)  # as `eb history --flaky` lists them
 
 
 def _options(*, everything: str, counts: dict[str, int]) -> str:
