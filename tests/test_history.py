@@ -1326,3 +1326,36 @@ def test_a_run_that_failed_its_family_gate_says_so(tmp_path: Path, eb: Eb) -> No
     rows = _run_rows(eb("history", "--cwd", str(root)).stdout)
     assert rows[failed].split()[3:5] == ["FAILED", "2/3"]
     assert rows[failed].endswith("the gate of family fam did not hold")
+
+
+def test_a_check_whose_definition_changed_is_marked_where_it_changed(
+    tmp_path: Path, eb: Eb
+) -> None:
+    """Passing twice, then edited into one that fails: the strip marks the edit and the note
+    says the failures began with the new definition, not as a regression of the same check."""
+    root = _project(tmp_path / "p", {"eval_checks/ok.yaml": check_yaml("ok")})
+    _run_id(eb, root, 0)
+    last_pass = _run_id(eb, root, 0)
+    (root / "eval_checks" / "ok.yaml").write_text(check_yaml("ok", script="raise SystemExit(1)"))
+    edited = _run_id(eb, root, 1)
+    _run_id(eb, root, 1)
+
+    text = eb("history", "--cwd", str(root)).stdout
+    (line,) = [line for line in text.splitlines() if line.startswith("ok ")]
+    assert "✓✓|✗✗" in line
+    assert line.endswith(
+        f"definition changed in run {edited}; failed since then, "
+        f"last passed in run {last_pass} on its earlier definition"
+    )
+    markdown = eb("history", "--cwd", str(root), "--format", "md").stdout
+    assert "| `ok` | `✓✓\\|✗✗` | 50% |" in markdown
+    assert f"definition changed in run {edited}; failed since then" in markdown
+    view = json.loads(eb("history", "--cwd", str(root), "--json").stdout)
+    assert [ref["run_id"] for ref in view["checks"][0]["definition_changes"]] == [edited]
+
+    # Edited again, and passing: the strip marks both edits, the note names the latest.
+    (root / "eval_checks" / "ok.yaml").write_text(check_yaml("ok", script="pass  # back"))
+    again = _run_id(eb, root, 0)
+    text = eb("history", "--cwd", str(root)).stdout
+    (line,) = [line for line in text.splitlines() if line.startswith("ok ")]
+    assert "✓✓|✗✗|✓" in line and line.endswith(f"definition changed in run {again}")

@@ -31,22 +31,50 @@ def _ref(ref: RunRef) -> str:
 
 
 def _streak_story(row: CheckRow) -> str:
-    """ "failed since run X (commit abc1234), last passed in run Y", or "" when passing."""
-    if row.failing_since is None:
+    """ "failed since run X (commit abc1234), last passed in run Y", or "" when passing; when
+    the streak began with an edit of the check, it says so: not a regression of one check."""
+    since = row.failing_since
+    if since is None:
         return ""
-    text = f"{row.status} since {_ref(row.failing_since)}"
+    edited = row.definition_changes[-1] if row.definition_changes else None
+    if edited is not None and edited.run_id == since.run_id:
+        text = f"definition changed in {_ref(since)}; {row.status} since then"
+        if row.last_passed is None:
+            return f"{text}, never passed in the history"
+        return f"{text}, last passed in {_ref(row.last_passed)} on its earlier definition"
+    text = f"{row.status} since {_ref(since)}"
     if row.last_passed is None:
         return f"{text}, never passed in the history"
     return f"{text}, last passed in {_ref(row.last_passed)}"
 
 
 def story(row: CheckRow) -> str:
-    """What the check's note says: its failing streak (see `_streak_story`) and the runs its
-    own samples disagreed in; "" for a steady check passing."""
+    """What the check's note says: its failing streak (see `_streak_story`), the run its
+    definition last changed in when the streak does not already say so, and the runs its own
+    samples disagreed in; "" for a steady check passing on one definition."""
     parts = [_streak_story(row)]
+    edited = row.definition_changes[-1] if row.definition_changes else None
+    if edited is not None and not parts[0].startswith("definition changed"):
+        parts.append(f"definition changed in {_ref(edited)}")
     if row.flaky_runs:
         parts.append(f"samples disagreed in {plural(count=row.flaky_runs, noun='run')}")
     return "; ".join(part for part in parts if part)
+
+
+# Between two marks of a check's strip: its definition changed in the run after it.
+EDIT_MARK = "|"
+
+
+def strip_text(row: CheckRow, *, run_ids: Sequence[str]) -> str:
+    """The check's strip with `EDIT_MARK` before each run (of `run_ids`, the window's) its
+    definition changed in."""
+    edited = {ref.run_id for ref in row.definition_changes}
+    if not edited:
+        return row.strip
+    return "".join(
+        (EDIT_MARK if run_id in edited else "") + mark
+        for run_id, mark in zip(run_ids, row.strip, strict=True)
+    )
 
 
 def run_note(run: RunRow) -> str:
@@ -94,10 +122,10 @@ FAMILY_KEY = "▁ to █ the pass rate of a run of every case, ◦ part of them,
 _CHECK_HEAD = ["check", "outcomes", "rate", "flips", "median", "p90", "cost", "note"]
 
 
-def _check_cells(row: CheckRow) -> list[str]:
+def _check_cells(row: CheckRow, *, run_ids: Sequence[str]) -> list[str]:
     return [
         row.id,
-        row.strip,
+        strip_text(row, run_ids=run_ids),
         rate_text(row.pass_rate),
         str(row.flips),
         _seconds(row.median_ms),
@@ -146,7 +174,8 @@ def to_text(view: HistoryView) -> str:
         lines += _table(FAMILY_HEAD, [family_cells(row) for row in view.families])
     lines += ["", f"{_title(view).capitalize()} ({len(view.checks)}):"]
     if view.checks:
-        lines += _table(_CHECK_HEAD, [_check_cells(row) for row in view.checks])
+        run_ids = [run.run_id for run in view.runs]
+        lines += _table(_CHECK_HEAD, [_check_cells(row, run_ids=run_ids) for row in view.checks])
     else:
         lines.append("none")
     return "\n".join(lines) + "\n"
@@ -175,9 +204,10 @@ def to_markdown(view: HistoryView) -> str:
         lines += _md_table(FAMILY_HEAD, [family_cells(row) for row in view.families])
     lines += ["", f"## {_title(view).capitalize()} ({len(view.checks)})", ""]
     if view.checks:
+        run_ids = [run.run_id for run in view.runs]
         rows = [
             [f"`{cells[0]}`", f"`{cells[1]}`", *cells[2:]]
-            for cells in (_check_cells(row) for row in view.checks)
+            for cells in (_check_cells(row, run_ids=run_ids) for row in view.checks)
         ]
         lines += _md_table(_CHECK_HEAD, rows)
     else:

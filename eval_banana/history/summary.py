@@ -175,6 +175,11 @@ def check_row(
         if not check.early_error:
             timed.append(check.duration_ms)
     flips = _flips(checks)
+    changes = [
+        _ref(one)
+        for before, one in zip(seen, seen[1:], strict=False)
+        if one.check.digest != before.check.digest
+    ]
     latest = checks[-1]
     # Its latest outcome: a run that stopped before the check had one says nothing of it.
     outcome = next((check for check in reversed(checks) if not check.not_run), latest)
@@ -190,6 +195,7 @@ def check_row(
         flips=sum(flips.values()),
         most_flips_on_one_definition=max(flips.values(), default=0),
         definitions=len({check.digest for check in checks}),
+        definition_changes=changes,
         flaky_runs=sum(check.flaky for check in checks),
         median_ms=float(median(timed)) if timed else None,
         p90_ms=_p90(timed),

@@ -92,6 +92,11 @@ class CheckRow(Record):
     )
     most_flips_on_one_definition: int = Field(ge=0)
     definitions: int = Field(ge=0, description="Distinct definition digests in the window.")
+    definition_changes: list[RunRef] = Field(
+        default_factory=list,
+        description="The runs of the window in which its definition differs from its run "
+        "before in the window (an edit, or its revert), oldest first.",
+    )
     flaky_runs: int = Field(
         default=0,
         ge=0,
