@@ -6,6 +6,12 @@ window (where a check last passed, where its failing began) leaves every one of 
 whether their merge is inside the window or older than it. The readers of recent timings (the
 durations and costs `eb plan` expects, the order `eb run` starts its checks in) count each run
 once the same way, read whole or lean (`each_run_once`).
+
+The same shards can be merged again (a merge job re-run, a merge redone after an interrupt, a
+shard re-run and merged with the others): each shard run stands in one merge, the newest that
+merged it, and an older merge that shares a shard run with it is left out whole, as its shards
+are (`superseded`). Two merges of the same shards start at the same moment; the newer is the
+one made later, whose run id (its own time first) sorts after.
 """
 
 from __future__ import annotations
@@ -34,6 +40,19 @@ class RecordedRun(Protocol):
 Run = TypeVar("Run", bound=RecordedRun)
 
 
+def superseded(*, run: RecordedRun, claimed: dict[str, str]) -> bool:
+    """Whether `run` is a merge a newer one stands for: a merge read before it (newest first)
+    merged one of its shard runs. `claimed`: shard run id -> the merge that stands for it, kept
+    across the calls of one reading; a merge that stands claims its shard runs. Asking again
+    of the same record gives the same answer."""
+    if not run.merged_from:
+        return False
+    if any(claimed.get(shard, run.run_id) != run.run_id for shard in run.merged_from):
+        return True
+    claimed.update(dict.fromkeys(run.merged_from, run.run_id))
+    return False
+
+
 def merges_once(*, newest_first: Iterable[HistoryRecord]) -> Iterator[HistoryRecord]:
     """`newest_first` without the shard runs a merge among them merged, in the same order."""
     return each_run_once(
@@ -48,12 +67,13 @@ def each_run_once(
     lookahead: int | Callable[[Run], int] = SHARD_LOOKAHEAD,
 ) -> Iterator[Run]:
     """`newest_first` without the shard runs (`is_shard`) a merge among them merged, in the
-    same order.
+    same order, and without the merges a newer merge of their shards stands for (`superseded`).
 
     A shard run no merge has named yet is held back until one does or `lookahead` more
     records have been read (a number, or one per shard run); the records behind it wait with
     it, so the order stays."""
-    merged: set[str] = set()
+    merged: set[str] = set()  # the run ids left out: shard runs merged, merges superseded
+    claimed: dict[str, str] = {}
     held: deque[Run] = deque()
     patience = (lambda _run: lookahead) if isinstance(lookahead, int) else lookahead
 
@@ -62,6 +82,8 @@ def each_run_once(
 
     for run in newest_first:
         merged.update(run.merged_from)
+        if superseded(run=run, claimed=claimed):
+            merged.add(run.run_id)
         held.append(run)
         while held and (not waits(held[0]) or len(held) > patience(held[0])):
             first = held.popleft()

@@ -16,7 +16,7 @@ from eval_banana.checks.idselectors import IdSelectors
 from eval_banana.checks.keywords import Selector
 from eval_banana.core.moments import parse_moment
 from eval_banana.history.families import family_rows
-from eval_banana.history.merges import SHARD_LOOKAHEAD
+from eval_banana.history.merges import SHARD_LOOKAHEAD, superseded
 from eval_banana.history.read import Focus
 from eval_banana.history.record import HistoryCheck, HistoryRecord
 from eval_banana.history.summary import CheckFilter, check_rows, listed, run_row
@@ -40,13 +40,23 @@ def _unmerged_shard(record: HistoryRecord, merged: set[str]) -> bool:
     return record.selection.shard is not None and record.run_id not in merged
 
 
-def _take(*, record: HistoryRecord, merged: set[str], taken_ids: dict[str, int]) -> int:
+def _take(
+    *,
+    record: HistoryRecord,
+    merged: set[str],
+    claimed: dict[str, str],
+    taken_ids: dict[str, int],
+) -> int:
     """Count `record` among the records taken (`taken_ids`: how many have each run id) and add
-    the runs it merged to `merged`; by how much the number of taken records no merge stands
-    for changes. Kept as a running count: counting them afresh for each record made
-    `eb history --last 20000` quadratic."""
+    the runs it merged to `merged` (the run ids left out), and `record` itself when a newer
+    merge of its shards stands for it (`claimed`, as `superseded` keeps it); by how much the
+    number of taken records no merge stands for changes. Kept as a running count: counting
+    them afresh for each record made `eb history --last 20000` quadratic."""
     change = 0
-    for run_id in record.merged_from:
+    left_out = list(record.merged_from)
+    if superseded(run=record, claimed=claimed):
+        left_out.append(record.run_id)
+    for run_id in left_out:
         if run_id not in merged:
             merged.add(run_id)
             change -= taken_ids.get(run_id, 0)  # taken already, now stood for by this merge
@@ -91,10 +101,12 @@ class Window(NamedTuple):
 def window_of(*, newest_first: Iterable[HistoryRecord], asked: Asked) -> Window:
     """The last `asked.last` runs started at or after `asked.since`, each check once: a shard
     run an `eb merge` merged is left out for the merged run, whether the merge is in the window
-    or started before `asked.since` (a merged run starts when its first shard did)."""
+    or started before `asked.since` (a merged run starts when its first shard did), and so is
+    a merge a newer merge of its shards stands for."""
     source = iter(newest_first)
     taken: list[HistoryRecord] = []
     merged: set[str] = set()
+    claimed: dict[str, str] = {}
     pushed_back: list[HistoryRecord] = []
     taken_ids: dict[str, int] = {}
     unmerged = 0  # how many records taken no merge among them stands for
@@ -104,7 +116,7 @@ def window_of(*, newest_first: Iterable[HistoryRecord], asked: Asked) -> Window:
             pushed_back = _past_the_cut_off(first=record, source=source, taken=taken, merged=merged)
             break
         taken.append(record)
-        unmerged += _take(record=record, merged=merged, taken_ids=taken_ids)
+        unmerged += _take(record=record, merged=merged, claimed=claimed, taken_ids=taken_ids)
         if unmerged < asked.last:
             continue
         if not _unmerged_shard(taken[-1], merged) or extra >= SHARD_LOOKAHEAD:
@@ -113,11 +125,12 @@ def window_of(*, newest_first: Iterable[HistoryRecord], asked: Asked) -> Window:
     counted = [record for record in taken if record.run_id not in merged]
     runs = counted[: asked.last]
     # The runs read past the window's edge looking for a shard's merge are older than the
-    # window, and the "since" notes read them as the older records they are.
+    # window, and the "since" notes read them as the older records they are; an older merge
+    # of shards a merge in the window merged again is that pipeline, not a run before it.
     older = (
         record
         for record in itertools.chain(counted[asked.last :], pushed_back, source)
-        if record.run_id not in merged
+        if record.run_id not in merged and not superseded(run=record, claimed=claimed)
     )
     return Window(runs=runs[::-1], older=older)
 

@@ -191,7 +191,8 @@ def _runs(
     *, records: Iterable[_Run], skip_run_id: str | None, last: int, own_shards: Collection[str]
 ) -> list[_Run]:
     """The newest `last` records that count as runs (not `skip_run_id`, not one of
-    `own_shards`, not a shard run a merge among them merged), oldest first; `records` (newest
+    `own_shards` nor a merge of one, not a shard run a merge among them merged, not a merge a
+    newer merge of its shards stands for), oldest first; `records` (newest
     first) are read only as far as that takes.
 
     A merge starts when its first shard did, so its later shards sort before it: counted as
@@ -200,7 +201,13 @@ def _runs(
     most its shard count (SHARD_LOOKAHEAD at most) and `last` more records, so a history of
     shard runs no merge names (each CI job keeping its own) reads a bounded few more, and one
     without shards none."""
-    others = (record for record in records if record.run_id not in own_shards)
+    # A merge of the shards this run merged (the same merge done before) is this pipeline.
+    own = frozenset(own_shards)
+    others = (
+        record
+        for record in records
+        if record.run_id not in own and own.isdisjoint(record.merged_from)
+    )
     once = each_run_once(
         newest_first=others,
         is_shard=lambda record: record.shards > 0,

@@ -33,10 +33,22 @@ def _counted_afresh(
     *, newest_first: list[HistoryRecord], asked: show.Asked, lookahead: int
 ) -> tuple[list[HistoryRecord], list[HistoryRecord]]:
     """The window as it was chosen before: the runs no merge stands for counted again after
-    each record read. (runs oldest first, the older records not read)"""
+    each record read, a merge that shares a shard run with a newer merge standing left out.
+    (runs oldest first, the older records not read)"""
     source = iter(newest_first)
     taken: list[HistoryRecord] = []
     merged: set[str] = set()
+    standing: list[HistoryRecord] = []
+
+    def superseded(one: HistoryRecord) -> bool:
+        if not one.merged_from:
+            return False
+        newer = [m for m in standing if m.run_id != one.run_id]
+        if any(set(one.merged_from) & set(m.merged_from) for m in newer):
+            return True
+        standing.append(one)
+        return False
+
     pushed_back: list[HistoryRecord] = []
     extra = 0
     for one in source:
@@ -61,6 +73,8 @@ def _counted_afresh(
             break
         taken.append(one)
         merged.update(one.merged_from)
+        if superseded(one):
+            merged.add(one.run_id)
         if sum(run.run_id not in merged for run in taken) < asked.last:
             continue
         newest = taken[-1]
@@ -73,7 +87,7 @@ def _counted_afresh(
     older = [
         one
         for one in itertools.chain(counted[asked.last :], pushed_back, source)
-        if one.run_id not in merged
+        if one.run_id not in merged and not superseded(one)
     ]
     return runs[::-1], older
 

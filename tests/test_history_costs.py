@@ -1,0 +1,134 @@
+"""What judging cost, as the run history tells it: a pipeline merged twice counts once, money a
+judge re-run by `eb update` spent stays spent, and no amount an agent reports crashes a run or
+`eb history`. Real projects, a stand-in claude agent that reports a cost, real eb commands."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import EbResult, check_yaml
+
+Eb = Callable[..., EbResult]
+
+# A stand-in claude agent: the prompt names its judge (`KEY_<name>`), and costs.json beside
+# the project says what that judge's call reports it spent.
+PAID_AGENT = textwrap.dedent(
+    """\
+    import json, re, sys
+    from pathlib import Path
+    key = re.search(r"KEY_(\\w+)", sys.argv[-1]).group(1)
+    costs = json.loads(Path(sys.argv[1]).read_text())
+    verdict = json.dumps({"score": 1, "reason": "fine"})
+    print(json.dumps({"type": "result", "subtype": "success", "is_error": False,
+                      "result": verdict, "total_cost_usd": costs[key],
+                      "usage": {"input_tokens": 100, "output_tokens": 20}}))
+    """
+)
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    for name in ("MODE", "DIR", "KEEP"):
+        monkeypatch.delenv(f"EVAL_BANANA_HISTORY_{name}", raising=False)
+    monkeypatch.delenv("EVAL_BANANA_CACHE_MODE", raising=False)
+
+
+def _judge(key: str, *, instructions: str = "Answer.") -> str:
+    return (
+        f"schema_version: 1\nid: judge_{key}\ntype: harness_judge\ndescription: Judge {key}.\n"
+        f"instructions: {json.dumps(f'Judge KEY_{key}. {instructions}')}\n"
+    )
+
+
+def _paid_project(tmp_path: Path, costs: dict[str, Any]) -> Path:
+    """A project of a judge per key of `costs` (each reporting that cost) and two scripts."""
+    agent, prices = tmp_path / "agent.py", tmp_path / "costs.json"
+    agent.write_text(PAID_AGENT)
+    prices.write_text(json.dumps(costs))
+    config = textwrap.dedent(
+        f"""\
+        [harness]
+        agent = "paid"
+        isolation = "off"
+
+        [agents.paid]
+        command = [{json.dumps(sys.executable)}, {json.dumps(str(agent))}, \
+        {json.dumps(str(prices))}]
+        model_flag = ""
+        output_dialect = "claude"
+        """
+    )
+    root = tmp_path / "p"
+    files = {
+        ".eval-banana/config.toml": config,
+        "eval_checks/script_a.yaml": check_yaml("script_a"),
+        "eval_checks/script_b.yaml": check_yaml("script_b"),
+        **{f"eval_checks/judge_{key}.yaml": _judge(key) for key in costs},
+    }
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def _history(eb: Eb, root: Path, *options: str) -> dict[str, Any]:
+    done = eb("history", "--cwd", str(root), "--format", "json", *options)
+    assert done.exit_code == 0, done.stderr
+    return dict(json.loads(done.stdout))
+
+
+def _trend_items(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """report.html's `eb-trend` block of the run in `run_dir`: each row's marks, by check id."""
+    html = (run_dir / "report.html").read_text()
+    start = html.index('id="eb-trend">') + len('id="eb-trend">')
+    items = json.loads(html[start : html.index("</script>", start)])
+    return {item["id"]: item for item in items}
+
+
+def test_shards_merged_twice_count_once_as_their_latest_merge(tmp_path: Path, eb: Eb) -> None:
+    """A merge job run again recorded a second merged run of the same shards: `eb history`
+    drew every check twice (`✓✓`) and a $0.05 judge cost $0.10."""
+    root = _paid_project(tmp_path, {"fl": 0.05, "st": 0.02})
+    shards = []
+    for k in (1, 2):
+        out = tmp_path / f"shard{k}"
+        done = eb("run", "--cwd", str(root), "--shard", f"{k}/2", "--output-dir", str(out),
+                  "--flat-output")  # fmt: skip
+        assert done.exit_code == 0, done.stdout + done.stderr
+        shards.append(str(out))
+    merges = []
+    for again in ("m1", "m2"):
+        # A run id starts with the second it was made: the later merge's sorts after.
+        time.sleep(1.1 if merges else 0)
+        done = eb("merge", *shards, "--cwd", str(root), "--output-dir", str(tmp_path / again),
+                  "--json")  # fmt: skip
+        assert done.exit_code == 0, done.stderr
+        merges.append(json.loads(done.stdout)["run_id"])
+
+    view = _history(eb, root)
+    assert [run["run_id"] for run in view["runs"]] == [merges[1]]
+    rows = {row["id"]: row for row in view["checks"]}
+    assert {row["strip"] for row in rows.values()} == {"✓"}
+    assert (rows["judge_fl"]["cost_usd"], rows["judge_st"]["cost_usd"]) == (0.05, 0.02)
+    text = eb("history", "--cwd", str(root)).stdout
+    assert "✓✓" not in text and "$0.1000" not in text and text.count(merges[0]) == 0
+    markdown = eb("history", "--cwd", str(root), "--format", "md").stdout
+    assert "✓✓" not in markdown and markdown.count(merges[1]) == 1
+    page = tmp_path / "history.html"
+    assert eb("history", "--cwd", str(root), "--html", str(page)).exit_code == 0
+    assert merges[0] not in page.read_text() and merges[1] in page.read_text()
+
+    # The second merge's report.html: the first merge of its shards is this run, not one before.
+    (run_dir,) = [p for p in (tmp_path / "m2").iterdir() if p.is_dir()]
+    # (no earlier run: no sparkline; counted as one before, each check's read `pp`)
+    assert {item.get("trend", "") for item in _trend_items(run_dir).values()} <= {"", "p"}
