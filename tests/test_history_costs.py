@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import EbResult, check_yaml
+from tests.history import synth
 
 Eb = Callable[..., EbResult]
 
@@ -132,3 +133,23 @@ def test_shards_merged_twice_count_once_as_their_latest_merge(tmp_path: Path, eb
     (run_dir,) = [p for p in (tmp_path / "m2").iterdir() if p.is_dir()]
     # (no earlier run: no sparkline; counted as one before, each check's read `pp`)
     assert {item.get("trend", "") for item in _trend_items(run_dir).values()} <= {"", "p"}
+
+
+def test_costs_recorded_past_the_ceiling_leave_eb_history_whole(tmp_path: Path, eb: Eb) -> None:
+    """Two records of a judge that cost 1e308 dollars (an eb before the ceiling took it) made
+    `eb history` (text, JSON, --html) die adding them up (OverflowError)."""
+    root = tmp_path / "p"
+    (root / ".eval-banana").mkdir(parents=True)
+    records = [
+        synth.record(
+            index=index, checks=[synth.check(check_id="judge", cost_usd=1e308)]
+        ).model_copy(update={"cost_usd": 1e308})
+        for index in (1, 2)
+    ]
+    synth.write(folder=root / ".eval-banana" / "history", records=records)
+    view = _history(eb, root)
+    assert view["checks"][0]["cost_usd"] is None
+    assert [run["cost_usd"] for run in view["runs"]] == [None, None]
+    assert eb("history", "--cwd", str(root)).exit_code == 0
+    page = tmp_path / "history.html"
+    assert eb("history", "--cwd", str(root), "--html", str(page)).exit_code == 0

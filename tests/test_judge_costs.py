@@ -171,7 +171,7 @@ def test_a_cost_that_does_not_read_is_warned_of_and_the_fuse_says_it_did_not_cou
     assert run.returncode == 0, run.stderr
     said = (
         "Judge check 's' reported total_cost_usd \"0.6\", which is no amount of dollars (a "
-        "JSON number, 0 or more): no total holds its cost; the cost fuse could not count it"
+        "JSON number from 0 to 1e+09): no total holds its cost; the cost fuse could not count it"
     )
     assert f"warning: {said}" in run.stderr
     report = newest_report(root)
@@ -254,15 +254,32 @@ def test_a_judge_the_cache_answered_keeps_its_expected_cost_as_its_duration(
 
 
 def test_an_absurd_cost_is_shown_compactly(tmp_path: Path) -> None:
-    # 1e300 dollars: an agent's unit error, written out in 301 digits on every line showing it.
-    fields = '"usage":{"input_tokens":1,"output_tokens":1},"total_cost_usd":1e300'
+    # 5e8 dollars: an agent's unit error, written out in digits on every line showing it.
+    fields = '"usage":{"input_tokens":1,"output_tokens":1},"total_cost_usd":5e8'
     root = make_project(tmp_path / "p", {"a": judge_yaml("a", fields=fields)})
     run = eb(root, "run")
     assert run.returncode == 0, run.stderr
-    line = "Judge usage: 2 tokens (1 in, 1 out), $1e+300, as reported by 1 judge"
+    line = "Judge usage: 2 tokens (1 in, 1 out), $5e+08, as reported by 1 judge"
     assert line in run.stdout + run.stderr and line + "." in newest_report_md(root)
-    assert newest_report(root)["judge_usage"]["cost_usd"] == 1e300  # stored as reported
+    assert newest_report(root)["judge_usage"]["cost_usd"] == 5e8  # stored as reported
     shown = eb(root, "history").stdout.splitlines()
     rows = [row for row in shown if row.startswith(("2", "a "))]
-    assert len(rows) == 2 and all(row.rstrip().endswith("$1e+300") for row in rows), shown
+    assert len(rows) == 2 and all(row.rstrip().endswith("$5e+08") for row in rows), shown
     assert max(len(row) for row in rows) < 100
+
+
+def test_a_cost_past_the_ceiling_is_no_amount_and_never_crashes_a_run(tmp_path: Path) -> None:
+    # Two judges reporting 1e308 dollars (finite, 0 or more) added up to an infinity: `eb run`
+    # died writing the execute stage (no JSON holds it) and left no report.
+    fields = '"usage":{"input_tokens":1,"output_tokens":1},"total_cost_usd":1e308'
+    judges = {n: judge_yaml(n, fields=fields) for n in ("a", "b")}
+    root = make_project(
+        tmp_path / "p", {**judges, "c": judge_yaml("c", fields=fields[:-5] + "0.25")}
+    )
+    run = eb(root, "run")
+    assert run.returncode == 0, run.stderr
+    said = "reported total_cost_usd 1e+308, which is no amount of dollars (a JSON number from 0"
+    assert run.stderr.count(said) == 2
+    report = newest_report(root)
+    assert report["judge_usage"]["cost_usd"] == 0.25 and len(report["warnings"]) == 2
+    assert eb(root, "history").returncode == 0

@@ -20,16 +20,23 @@ def reported_count(value: object) -> int | None:
     return value if type(value) is int and value >= 0 else None
 
 
+# The most dollars one report can hold: no agent call costs a billion dollars, and amounts up
+# to this add up, however many there are, to a finite float (1e308 twice is an infinity, which
+# no JSON file can hold).
+MOST_DOLLARS = 1e9
+
+
 def reported_cost(value: object) -> float | None:
-    """A dollar amount the agent reported: a finite JSON number, 0 or more; None for anything
-    else (a string, NaN, an infinity, a negative amount)."""
+    """A dollar amount the agent reported (or eb recorded): a JSON number from 0 to
+    MOST_DOLLARS; None for anything else (a string, NaN, an infinity, a negative amount, an
+    amount past the ceiling)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     try:
         amount = float(value)
     except OverflowError:  # a whole number beyond any float: no amount of dollars
         return None
-    return amount if math.isfinite(amount) and amount >= 0 else None
+    return amount if 0 <= amount <= MOST_DOLLARS else None
 
 
 # How much of a value eb could not read a warning quotes.
@@ -167,8 +174,9 @@ def _counted(usage: dict[str, Any]) -> bool:
 def dollars_sum(costs: Sequence[float]) -> float:
     """Dollar amounts added up exactly and rounded once (math.fsum): what eb stores keeps every
     digit the agents reported, so a $0.0000004 judge is not stored as $0.0; only what is shown
-    is rounded (core.words.dollars_text)."""
-    return math.fsum(costs)
+    is rounded (core.words.dollars_text). An amount past MOST_DOLLARS (a file written before eb
+    had the ceiling) is no amount and left out, so no sum overflows."""
+    return math.fsum(cost for cost in costs if reported_cost(cost) is not None)
 
 
 def summed_usage(usages: list[object]) -> dict[str, Any] | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from eval_banana.harness.usage import MOST_DOLLARS
 from eval_banana.history.record import HistoryCheck
 
 _STATUSES = frozenset({"passed", "failed", "error"})
@@ -49,11 +50,13 @@ def _sample_count(value: Any) -> int:
 
 
 def _money(value: Any) -> float | None:
+    """Dollars, 0 or more; an amount past MOST_DOLLARS (recorded before eb had the ceiling)
+    is no amount (None), as it would be reported now."""
     if value is None:
         return None
     kind = type(value)
     if (kind is int or kind is float) and value >= 0:
-        return float(value)
+        return float(value) if value <= MOST_DOLLARS else None
     raise BadEntry
 
 

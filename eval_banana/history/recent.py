@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from eval_banana.harness.usage import MOST_DOLLARS
 from eval_banana.history.lanes import planned_order
 from eval_banana.history.merges import each_run_once
 from eval_banana.history.read import LOG, BadRecord, Warn, newest_parsed, record_json, record_paths
@@ -111,12 +112,13 @@ def _missing(field: object) -> str:
 
 
 def _money(value: Any) -> float | None:
-    """A recorded cost: dollars, 0 or more, or None."""
+    """A recorded cost: dollars, 0 or more, or None; an amount past MOST_DOLLARS (recorded
+    before eb had the ceiling) is no amount, as it would be reported now."""
     if value is None:
         return None
     if type(value) not in (int, float) or not value >= 0:
         raise BadRecord("it is not an eb run record (a check's cost is not an amount)")
-    return float(value)
+    return float(value) if value <= MOST_DOLLARS else None
 
 
 def _sample_count(value: Any) -> int:

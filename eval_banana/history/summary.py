@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
-from eval_banana.harness.usage import dollars_sum
+from eval_banana.harness.usage import dollars_sum, reported_cost
 from eval_banana.history.merges import merges_once
 from eval_banana.history.recent import median
 from eval_banana.history.record import HistoryCheck, HistoryRecord
@@ -60,7 +60,7 @@ def run_row(*, record: HistoryRecord) -> RunRow:
         aborted_by=record.aborted_by,
         failed_because=failed_because(record=record),
         duration_ms=record.duration_ms,
-        cost_usd=record.cost_usd,
+        cost_usd=reported_cost(record.cost_usd),  # past the ceiling: no amount
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from types import TracebackType
 
-from eval_banana.harness.usage import unreadable_usage, usage_cost, usage_tokens
+from eval_banana.harness.usage import MOST_DOLLARS, unreadable_usage, usage_cost, usage_tokens
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import AbortReason, ProblemModel
 from eval_banana.runners.results import StopSignal
@@ -145,7 +145,7 @@ def _cost_warning(*, result: CheckResult, told: str | None, fuse: bool) -> Probl
         )
     return ProblemModel(
         message=f"{name} reported total_cost_usd {told}, which is no amount of dollars (a "
-        "JSON number, 0 or more): no total holds its cost"
+        f"JSON number from 0 to {MOST_DOLLARS:g}): no total holds its cost"
         + ("; the cost fuse could not count it" if fuse else ""),
         file=result.source_path,
         hint="Have the agent write total_cost_usd as a JSON number of dollars"
