@@ -153,3 +153,37 @@ def test_costs_recorded_past_the_ceiling_leave_eb_history_whole(tmp_path: Path, 
     assert eb("history", "--cwd", str(root)).exit_code == 0
     page = tmp_path / "history.html"
     assert eb("history", "--cwd", str(root), "--html", str(page)).exit_code == 0
+
+
+def test_money_a_judge_run_again_by_eb_update_spent_stays_spent(tmp_path: Path, eb: Eb) -> None:
+    """`eb update` ran an edited judge again (a new, paid call) and wrote the run's record from
+    the current results only: $0.18 spent read $0.08 in `eb history`, the replaced calls gone."""
+    root = _paid_project(tmp_path, {"fl": 0.05, "st": 0.02, "nc": 0.01})
+    done = eb("run", "--cwd", str(root), "--json")
+    assert done.exit_code == 0, done.stderr
+    run_id = json.loads(done.stdout)["run_id"]
+    run_dir = root / ".eval-banana" / "results" / run_id
+    for wording in ("Answer briefly.", "Answer now."):
+        (root / "eval_checks/judge_fl.yaml").write_text(_judge("fl", instructions=wording))
+        updated = eb("update", "--run-dir", str(run_dir), "--cwd", str(root))
+        assert updated.exit_code == 0, updated.stdout + updated.stderr
+        assert "rerun judge_fl" in updated.stdout
+
+    # The report tells what its current results cost; the history, what judging the folder did.
+    report = json.loads((run_dir / "report.json").read_text())
+    assert report["judge_usage"]["cost_usd"] == pytest.approx(0.08)
+    view = _history(eb, root)
+    (run,) = view["runs"]
+    assert run["cost_usd"] == pytest.approx(0.18)
+    rows = {row["id"]: row["cost_usd"] for row in view["checks"]}
+    assert rows["judge_fl"] == pytest.approx(0.15) and rows["judge_st"] == pytest.approx(0.02)
+    (record_file,) = (root / ".eval-banana" / "history").glob("*.json")
+    record = json.loads(record_file.read_text())
+    assert (record["cost_usd"], record["replaced_cost_usd"]) == (
+        pytest.approx(0.08),
+        pytest.approx(0.10),
+    )
+    # What one run of the judge costs, as `eb plan` expects it, is still one call's.
+    plan = json.loads(eb("plan", "--cwd", str(root), "--json").stdout)
+    expected = {check["id"]: check.get("expected_cost_usd") for check in plan["checks"]}
+    assert expected["judge_fl"] == pytest.approx(0.05)

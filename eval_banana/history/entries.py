@@ -88,6 +88,7 @@ _OPTIONAL: dict[str, Any] = {
     "sample_ms": _optional_count,
     "cached": _flag,
     "verdict_cost_usd": _money,
+    "replaced_cost_usd": _money,
     "flaky": _flag,
     "early_error": _flag,
     "not_run": _flag,

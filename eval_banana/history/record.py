@@ -64,6 +64,14 @@ class HistoryCheck(Record):
     cost_usd: float | None = Field(
         default=None, ge=0, description="Dollars its agent reported spending in this run."
     )
+    replaced_cost_usd: float | None = Field(
+        default=None,
+        ge=0,
+        description="A run brought up to date by `eb update` that ran the check again: the "
+        "dollars its replaced runs in this run folder had spent, kept over every update "
+        "(`cost_usd` is what its current result cost); null: none replaced, or none reported "
+        "a cost.",
+    )
     tokens: int | None = Field(default=None, ge=0, description="Tokens it reported in this run.")
     samples: int = Field(
         default=1,
@@ -151,7 +159,19 @@ class HistoryRecord(Record):
     )
     percentage: float
     totals: HistoryTotals
-    cost_usd: float | None = Field(default=None, ge=0, description="Dollars spent in this run.")
+    cost_usd: float | None = Field(
+        default=None,
+        ge=0,
+        description="Dollars its current results cost (the report's judge usage).",
+    )
+    replaced_cost_usd: float | None = Field(
+        default=None,
+        ge=0,
+        description="A run brought up to date by `eb update`: the dollars spent on results its "
+        "updates replaced (checks run again, or gone from its plan), kept over every update; "
+        "null: nothing replaced had reported a cost. What judging this run folder cost is "
+        "this plus cost_usd.",
+    )
     tokens: int | None = Field(default=None, ge=0, description="Tokens spent in this run.")
     checks: list[HistoryCheck] = Field(default_factory=list)
     partial_families: dict[str, int] | None = Field(

@@ -85,6 +85,20 @@ def drop_other_records(*, folder: Path, run_id: str, kept: Path) -> list[Path]:
     return removed
 
 
+def record_of(*, folder: Path, run_id: str) -> HistoryRecord | None:
+    """The record of the run `run_id` (the newest, when an older eb left two); None when
+    there is none or it cannot be read."""
+    named = f"{_UNSAFE.sub('_', run_id)}{RECORD_SUFFIX}"
+    for path in reversed(record_paths(folder=folder)):
+        if path.name.partition("-")[2] != named:
+            continue
+        try:
+            return read_record(path=path)
+        except (OSError, BadRecord):
+            return None
+    return None
+
+
 def replayed_from(*, folder: Path, run_id: str) -> str | None:
     """The run whose verdicts the run `run_id` replayed, as its record says; None when its
     record is no replay (or there is none, or it cannot be read)."""

@@ -11,7 +11,7 @@ run of it at all: drawn as not in that run and left out of its pass rate.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from eval_banana.harness.usage import dollars_sum, reported_cost
@@ -60,7 +60,11 @@ def run_row(*, record: HistoryRecord) -> RunRow:
         aborted_by=record.aborted_by,
         failed_because=failed_because(record=record),
         duration_ms=record.duration_ms,
-        cost_usd=reported_cost(record.cost_usd),  # past the ceiling: no amount
+        # What judging the run cost, with the results its updates replaced; an amount past
+        # the ceiling (recorded before eb had it) is none.
+        cost_usd=_spent(
+            reported_cost(cost) for cost in (record.cost_usd, record.replaced_cost_usd)
+        ),
     )
 
 
@@ -105,9 +109,15 @@ def _p90(values: Sequence[float]) -> float | None:
     return float(statistics.quantiles(values, n=10, method="inclusive")[-1])
 
 
-def _total_cost(checks: Sequence[HistoryCheck]) -> float | None:
-    costs = [check.cost_usd for check in checks if check.cost_usd is not None]
+def _spent(amounts: Iterable[float | None]) -> float | None:
+    """Dollars spent, added up; None when none was reported."""
+    costs = [cost for cost in amounts if cost is not None]
     return dollars_sum(costs) if costs else None
+
+
+def _total_cost(checks: Sequence[HistoryCheck]) -> float | None:
+    """What the runs spent on the check, with the runs of it `eb update` replaced."""
+    return _spent(cost for check in checks for cost in (check.cost_usd, check.replaced_cost_usd))
 
 
 def _ref(seen: Seen) -> RunRef:

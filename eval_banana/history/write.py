@@ -6,7 +6,7 @@ the run's verdict and exit code stand.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,8 @@ from eval_banana.core.errors import EvalBananaError, WriteFault
 from eval_banana.history.build import build_record
 from eval_banana.history.gitstate import GitProbe, observe
 from eval_banana.history.record import RunKind
-from eval_banana.history.store import drop_other_records, prune, write_record
+from eval_banana.history.spent import carried_spend
+from eval_banana.history.store import drop_other_records, prune, record_of, write_record
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.settings.folders import history_dir
 
@@ -29,12 +30,15 @@ def record_run(
     replayed_from: str | None = None,
     git: GitProbe | None = None,
     replacing: bool = False,
+    ran_again: Collection[str] = (),
 ) -> Path | None:
     """Write the run's record and prune the oldest past `[history] keep`; return the file
     written (None: history is off, or the record could not be written, which `warn` says).
     `report`: the report.json object, or what loads it (a replay parses it only here);
     `git`: the commit as observed when the run started (None: observed now);
-    `replacing`: the run was rebuilt (`eb update`), and its earlier record goes."""
+    `replacing`: the run was rebuilt (`eb update`), and its earlier record goes, what it
+    says was spent kept (`ran_again`: the checks the update ran again, whose earlier results'
+    cost is now spent on replaced runs)."""
     settings = config.settings.history
     if settings.mode == "off":
         if git is not None:
@@ -50,6 +54,9 @@ def record_run(
             git=git.result() if git is not None else observe(root=config.project_root),
             replayed_from=replayed_from,
         )
+        if replacing:
+            before = record_of(folder=folder, run_id=record.run_id)
+            record = carried_spend(record=record, before=before, ran_again=ran_again)
         path = write_record(folder=folder, record=record)
         if replacing:
             drop_other_records(folder=folder, run_id=record.run_id, kept=path)

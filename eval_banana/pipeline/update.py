@@ -60,19 +60,19 @@ def _update(*, request: StageRequest, target: str, out: Out) -> int:
     known = {} if moved else _definition_reasons(request=request)
     rerun = {state.stage for state in todo}
     code = 0
-    checks_ran = False
+    ran_again: frozenset[str] = frozenset()
     # Only a folder with something to rebuild waits for the checks beside it.
     with output_turn(run_dir=run_dir, console=request.console, stop=request.cancel.is_set):
         for state in todo:
             out(_stage_line(state=state))
             if state.stage == "execute":
-                stage_code, checks_ran = _update_execute(request=request, known=known, out=out)
+                stage_code, ran_again = _update_execute(request=request, known=known, out=out)
             else:
                 stage_code = _rerun(request=request, stage=state.stage, rerun=rerun)
             code = max(code, stage_code)
         verdict = _verdict(request=request, wanted=wanted, show=False)
         if "report" in rerun and "report" in wanted:
-            _record_rebuilt_run(request=request, exit_code=verdict, executed=checks_ran)
+            _record_rebuilt_run(request=request, exit_code=verdict, ran_again=ran_again)
     _raise_if_aborted(request=request, verdict=verdict, wanted=wanted)
     return verdict if "score" in wanted else code
 
@@ -98,10 +98,13 @@ def _raise_if_aborted(*, request: StageRequest, verdict: int, wanted: tuple[str,
     )
 
 
-def _record_rebuilt_run(*, request: StageRequest, exit_code: int, executed: bool) -> None:
+def _record_rebuilt_run(
+    *, request: StageRequest, exit_code: int, ran_again: frozenset[str]
+) -> None:
     """The rebuilt run's record replaces the one it left in the history folder: `eb history`
-    shows each run as its report now says, not as it was before the update. `executed`: the
-    update ran checks again, so a replayed run is a replay no more."""
+    shows each run as its report now says, not as it was before the update, and what the
+    results it replaced had spent stays spent. `ran_again`: the checks the update ran again (a
+    replayed run that ran any is a replay no more)."""
     import json
 
     from eval_banana.history.record import RunKind
@@ -116,7 +119,7 @@ def _record_rebuilt_run(*, request: StageRequest, exit_code: int, executed: bool
     # A merged run stays one: its record names the shards, whose own records it stands for.
     kind: RunKind = "merge" if report.get("merged_from") else "run"
     replayed = None
-    if kind == "run" and not executed:
+    if kind == "run" and not ran_again:
         # No check ran again: its verdicts are still the ones it replayed, and `eb history`
         # keeps showing it as the replay of that run.
         replayed = replayed_from(folder=history_dir(config=config), run_id=config.run_id)
@@ -128,6 +131,7 @@ def _record_rebuilt_run(*, request: StageRequest, exit_code: int, executed: bool
         warn=request.console.warn,
         replayed_from=replayed,
         replacing=True,
+        ran_again=ran_again,
     )
 
 
@@ -186,11 +190,13 @@ def _previous_results(*, request: StageRequest) -> ExecuteDoc | None:
     return doc
 
 
-def _update_execute(*, request: StageRequest, known: dict[str, str], out: Out) -> tuple[int, bool]:
+def _update_execute(
+    *, request: StageRequest, known: dict[str, str], out: Out
+) -> tuple[int, frozenset[str]]:
     """Run only the planned checks whose result is out of date; the others keep theirs, and a
     kept result whose checks/<stem>.json is gone or was edited is written there again from
-    execute.json (where the reports read it from), no check run. The exit code, and whether
-    any check ran again."""
+    execute.json (where the reports read it from), no check run. The exit code, and the checks
+    that ran again (their earlier results replaced)."""
     from eval_banana.pipeline.partial import (
         merge_results,
         refuse_taken_result_files,
@@ -258,7 +264,7 @@ def _update_execute(*, request: StageRequest, known: dict[str, str], out: Out) -
         console=request.console,
         cancel=request.cancel,
     )
-    return 3 if doc.aborted_by else 0, bool(narrowed.checks)
+    return 3 if doc.aborted_by else 0, frozenset(check.id for check in narrowed.checks)
 
 
 def _verdict(*, request: StageRequest, wanted: tuple[str, ...], show: bool) -> int:
