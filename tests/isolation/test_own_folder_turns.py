@@ -138,12 +138,17 @@ def test_runs_take_turns_in_a_project_with_no_eb_folder_yet(tmp_path: Path) -> N
     assert (root / ".eval-banana").is_dir()
 
 
-@pytest.mark.parametrize(
+# A judge's command in each form that stores no verdict: calibration, and runs whose cache is
+# off or read-only.
+STORING_NOTHING = pytest.mark.parametrize(
     "first",
     [["calibrate"], ["run", "--no-html", "--check-id", "judge", "--cache", "off"]]
     + [["run", "--no-html", "--check-id", "judge", "--cache", "read-only"]],
     ids=["calibrate", "run-cache-off", "run-cache-read-only"],
 )
+
+
+@STORING_NOTHING
 def test_a_cache_made_beside_running_judges_is_no_judge_s_doing(
     tmp_path: Path, first: list[str]
 ) -> None:
@@ -265,12 +270,7 @@ def test_another_run_rewriting_a_linked_lastfailed_json_is_no_judge_s_doing(
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-@pytest.mark.parametrize(
-    "first",
-    [["calibrate"], ["run", "--no-html", "--check-id", "judge", "--cache", "off"]]
-    + [["run", "--no-html", "--check-id", "judge", "--cache", "read-only"]],
-    ids=["calibrate", "run-cache-off", "run-cache-read-only"],
-)
+@STORING_NOTHING
 def test_a_cache_folder_without_its_lock_file_is_held_by_judges_that_do_not_store(
     tmp_path: Path, first: list[str]
 ) -> None:
