@@ -343,13 +343,22 @@ def test_a_not_run_check_is_a_regression(
     eb: Callable[..., EbResult], project: Callable[..., Path], tmp_path: Path
 ) -> None:
     root = project({}, config="")
-    _write(root, {"a_slow": "import time\ntime.sleep(3)", "b_quick": "pass"})
+    # Slow only in the head run, which the run timeout stops; the base run passes at once.
+    slow_now = tmp_path / "slow"
+    _write(
+        root,
+        {
+            "a_slow": f"import os, time\nif os.path.exists({str(slow_now)!r}):\n    time.sleep(3)",
+            "b_quick": "pass",
+        },
+    )
     assert (
         eb(
             "run", "--cwd", str(root), "--output-dir", str(tmp_path / "base"), "--flat-output"
         ).exit_code
         == 0
     )
+    slow_now.touch()
     stopped = eb(
         "run",
         "--cwd",
