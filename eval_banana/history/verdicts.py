@@ -1,16 +1,13 @@
 """Why a recorded run did not pass, in the words report.html's verdict uses
-(`reporting.reasons`), from what its record kept: `eb history` says it beside the run, so a
+(`core.verdictwords`), from what its record kept: `eb history` says it beside the run, so a
 run that failed with every check passing (a flaky check under --fail-on-flaky, a family's gate)
 never reads like one that passed.
 """
 
 from __future__ import annotations
 
-from eval_banana.core.words import first_and_count, plural
+from eval_banana.core import verdictwords
 from eval_banana.history.record import HistoryRecord
-
-# Families named before `and N more`, as report.html's verdict names them.
-_FAMILIES_NAMED = 10
 
 
 def failed_because(*, record: HistoryRecord) -> list[str]:
@@ -39,27 +36,16 @@ def _below_threshold(*, record: HistoryRecord) -> str | None:
     # With no check run the threshold is not met, but no ratio is below it.
     if record.meets_threshold is not False or record.totals.checks == 0:
         return None
-    return f"below the threshold {(record.pass_threshold or 0.0) * 100:g}%"
+    return verdictwords.below_threshold(pass_threshold=record.pass_threshold or 0.0)
 
 
 def _errored(*, record: HistoryRecord) -> str | None:
-    # A check the run never started is recorded as an error, but it did not error.
-    errored = record.totals.errored - record.totals.not_run
-    return f"{plural(count=errored, noun='check')} errored" if errored > 0 else None
+    return verdictwords.errored(errored=record.totals.errored, not_run=record.totals.not_run)
 
 
 def _flaky(*, record: HistoryRecord) -> str | None:
-    flaky = record.totals.flaky
-    if not flaky or not record.fail_on_flaky:
-        return None
-    said = "check was" if flaky == 1 else "checks were"
-    return f"{flaky:,} {said} flaky (--fail-on-flaky)"
+    return verdictwords.flaky(flaky=record.totals.flaky, fail_on_flaky=bool(record.fail_on_flaky))
 
 
 def _gates(*, record: HistoryRecord) -> str | None:
-    broken = record.gates_not_held
-    if not broken:
-        return None
-    if len(broken) == 1:
-        return f"the gate of family {broken[0]} did not hold"
-    return f"the gates of families {first_and_count(broken, shown=_FAMILIES_NAMED)} did not hold"
+    return verdictwords.gates_not_held(families=record.gates_not_held or [])

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from eval_banana.core.words import first_and_count, plural
+from eval_banana.core import verdictwords
+from eval_banana.core.words import plural
 from eval_banana.reporttext.notes import nothing_judged
 
 # When nothing below explains a failed run (a document that does not say why).
 NO_REASON = "the run did not pass"
-# Families named before `and N more`: a run of hundreds of broken gates keeps a short verdict.
-_FAMILIES_NAMED = 10
 
 
 def failure_reasons(*, report: dict[str, Any]) -> list[str]:
@@ -40,20 +39,20 @@ def _not_run(*, report: dict[str, Any]) -> int:
 
 def threshold_text(*, report: dict[str, Any]) -> str:
     """`threshold 80%`: the run's pass threshold as its verdict names it."""
-    return f"threshold {float(report.get('pass_threshold', 1.0)) * 100:g}%"
+    return verdictwords.threshold_text(pass_threshold=float(report.get("pass_threshold", 1.0)))
 
 
 def _below_threshold(*, report: dict[str, Any]) -> str | None:
     # With no check run the threshold is not met, but no ratio is below it: `nothing_judged`.
     if report.get("meets_threshold", False) or report.get("total_checks") == 0:
         return None
-    return f"below the {threshold_text(report=report)}"
+    return verdictwords.below_threshold(pass_threshold=float(report.get("pass_threshold", 1.0)))
 
 
 def _errored(*, report: dict[str, Any]) -> str | None:
-    # A check a stopped run never started is recorded as an error, but it did not error.
-    errored = int(report.get("errored_checks") or 0) - _not_run(report=report)
-    return f"{plural(count=errored, noun='check')} errored" if errored > 0 else None
+    return verdictwords.errored(
+        errored=int(report.get("errored_checks") or 0), not_run=_not_run(report=report)
+    )
 
 
 def _halted(*, report: dict[str, Any]) -> str | None:
@@ -63,22 +62,16 @@ def _halted(*, report: dict[str, Any]) -> str | None:
 
 
 def _flaky(*, report: dict[str, Any]) -> str | None:
-    flaky = int(report.get("flaky_checks") or 0)
-    if not flaky or not report.get("fail_on_flaky"):
-        return None
-    said = "check was" if flaky == 1 else "checks were"
-    return f"{flaky:,} {said} flaky (--fail-on-flaky)"
+    return verdictwords.flaky(
+        flaky=int(report.get("flaky_checks") or 0), fail_on_flaky=bool(report.get("fail_on_flaky"))
+    )
 
 
 def _gates(*, report: dict[str, Any]) -> str | None:
-    broken = [
-        str(family.get("id"))
-        for family in report.get("families") or []
-        if isinstance(family, dict) and family.get("gate_held") is False
-    ]
-    if not broken:
-        return None
-    if len(broken) == 1:
-        return f"the gate of family {broken[0]} did not hold"
-    named = first_and_count(broken, shown=_FAMILIES_NAMED)
-    return f"the gates of families {named} did not hold"
+    return verdictwords.gates_not_held(
+        families=[
+            str(family.get("id"))
+            for family in report.get("families") or []
+            if isinstance(family, dict) and family.get("gate_held") is False
+        ]
+    )
