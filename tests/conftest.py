@@ -26,6 +26,16 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return None if wanted else True
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Property-based tests (hypothesis) sweep generated inputs: they belong to the
+    `exhaustive` suite, which `.ci/run` runs after the README's command (docs/testing.md).
+    Marked before `-m` chooses, so the README's command leaves them out."""
+    for item in items:
+        if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+            item.add_marker(pytest.mark.exhaustive)
+
+
 @dataclass
 class EbResult:
     exit_code: int
