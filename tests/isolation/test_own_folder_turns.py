@@ -138,6 +138,18 @@ def test_runs_take_turns_in_a_project_with_no_eb_folder_yet(tmp_path: Path) -> N
     assert (root / ".eval-banana").is_dir()
 
 
+def _store_other(root: Path) -> None:
+    """Run the check `other` once, so the cache folder is there with its verdict."""
+    made = subprocess.run(
+        [*EB, "run", "--cwd", str(root), "--no-html", "--check-id", "other"],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+    assert made.returncode == 0, made.stderr
+
+
 # A judge's command in each form that stores no verdict: calibration, and runs whose cache is
 # off or read-only.
 STORING_NOTHING = pytest.mark.parametrize(
@@ -222,14 +234,7 @@ def test_a_run_beside_eb_calibrate_names_what_holds_the_cache(tmp_path: Path) ->
     # The cache is there; `eb calibrate`'s judges hold it while a run beside them ends. The
     # run said `Another eb run is executing checks with this cache`: there was no such run.
     root = _project(tmp_path / "proj", cache="on")
-    made = subprocess.run(
-        [*EB, "run", "--cwd", str(root), "--no-html", "--check-id", "other"],
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-    )
-    assert made.returncode == 0, made.stderr
+    _store_other(root)
     other = root / "eval_checks" / "other.yaml"
     other.write_text(other.read_text().replace("script: pass", 'script: "pass  # v2"'))
     done, beside = _side_by_side(
@@ -280,14 +285,7 @@ def test_a_cache_folder_without_its_lock_file_is_held_by_judges_that_do_not_stor
     # verdict while they ran: the judges were errors (`eb's own files changed while this
     # judge ran: .eval-banana/cache/...`) and their process removed that run's stored files.
     root = _project(tmp_path / "proj", cache="on")
-    made = subprocess.run(
-        [*EB, "run", "--cwd", str(root), "--no-html", "--check-id", "other"],
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-    )
-    assert made.returncode == 0, made.stderr
+    _store_other(root)
     cache = root / ".eval-banana" / "cache"
     (cache / ".lock").unlink()
     other = root / "eval_checks" / "other.yaml"
