@@ -1359,3 +1359,61 @@ def test_a_check_whose_definition_changed_is_marked_where_it_changed(
     text = eb("history", "--cwd", str(root)).stdout
     (line,) = [line for line in text.splitlines() if line.startswith("ok ")]
     assert "✓✓|✗✗|✓" in line and line.endswith(f"definition changed in run {again}")
+
+
+def _hourly_runs(*, count: int, cost_of: Callable[[int], float | None]) -> list[Any]:
+    """`count` synthetic runs, one an hour from 2026-01-01 00:00 UTC, run `n` costing
+    `cost_of(n)` (None: it reported no cost)."""
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    runs = []
+    for n in range(count):
+        at = (start + timedelta(hours=n)).isoformat(timespec="microseconds")
+        cost = cost_of(n)
+        check = synth.check(check_id="judge", cost_usd=cost)
+        runs.append(
+            synth.record(index=1, checks=[check]).model_copy(
+                update={
+                    "run_id": f"run_{n:04d}",
+                    "started_at": at,
+                    "finished_at": at,
+                    "cost_usd": cost,
+                }
+            )
+        )
+    return runs
+
+
+def test_since_alone_shows_every_run_since_then_and_what_they_cost(tmp_path: Path, eb: Eb) -> None:
+    """1,000 runs recorded, 100 of them since the date: `--since` alone showed the last 30 of
+    them under "Runs (30 of 1000 recorded", the default `--last 30` applied without a word.
+    The window is every run since the date, and the text and Markdown say what its runs cost
+    together, leaving out (and counting) the runs that reported no cost."""
+    root = _project(tmp_path / "p", {})
+    runs = _hourly_runs(count=1000, cost_of=lambda n: None if n % 10 == 0 else 0.01)
+    synth.write(folder=root / ".eval-banana" / "history", records=runs)
+    since = runs[900].started_at
+
+    view = json.loads(eb("history", "--cwd", str(root), "--since", since, "--json").stdout)
+    assert [run["run_id"] for run in view["runs"]] == [run.run_id for run in runs[900:]]
+    text = eb("history", "--cwd", str(root), "--since", since).stdout
+    assert "Runs (100 of 1000 recorded, oldest first):" in text
+    total = "Total cost of the 100 runs shown: $0.9000; 10 runs reported no cost (left out)."
+    assert total in text.splitlines()
+    markdown = eb("history", "--cwd", str(root), "--since", since, "--format", "md").stdout
+    assert "## Runs (100 of 1000 recorded, oldest first)" in markdown
+    assert total in markdown.splitlines()
+    # --last still limits, with --since or alone (30 by default).
+    both = eb("history", "--cwd", str(root), "--since", since, "--last", "5", "--json").stdout
+    assert [run["run_id"] for run in json.loads(both)["runs"]] == [r.run_id for r in runs[995:]]
+    plain = eb("history", "--cwd", str(root)).stdout
+    assert "Runs (30 of 1000 recorded, oldest first):" in plain
+    assert "Total cost of the 30 runs shown: $0.2700; 3 runs reported no cost (left out)." in plain
+    free = _project(tmp_path / "free", {})
+    synth.write(
+        folder=free / ".eval-banana" / "history",
+        records=_hourly_runs(count=2, cost_of=lambda n: None),
+    )
+    assert (
+        "Total cost of the 2 runs shown: no cost reported."
+        in eb("history", "--cwd", str(free)).stdout
+    )

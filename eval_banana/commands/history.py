@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 # The most subfolders a refused import names (an artifacts download may hold dozens).
 _FOLDERS_NAMED = 8
+# The runs shown when neither --last nor --since chooses them.
+DEFAULT_LAST = 30
 
 
 def _positive(text: str) -> int:
@@ -57,7 +59,10 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
         "-k", "--keyword", metavar="EXPR", help="Only checks whose id matches, as `eb run -k`."
     )
     parser.add_argument(
-        "--last", type=_positive, default=30, metavar="N", help="The last N runs (default 30)."
+        "--last",
+        type=_positive,
+        metavar="N",
+        help=f"The last N runs (default {DEFAULT_LAST}; with --since, every run since then).",
     )
     parser.add_argument(
         "--since",
@@ -142,6 +147,14 @@ def _refuse_records_only_below(*, path: Path) -> None:
         + " ".join(shlex.quote(str(one)) for one in named)
         + more,
     )
+
+
+def _last(*, args: argparse.Namespace) -> int | None:
+    """How many runs the window holds at most (None: no limit). `--since` alone asks for every
+    run since that moment: a silent default of 30 hid the rest of a busy week."""
+    if args.last is not None:
+        return int(args.last)
+    return None if args.since is not None else DEFAULT_LAST
 
 
 def _listing(args: argparse.Namespace) -> ListingName:
@@ -231,7 +244,7 @@ def run(args: argparse.Namespace) -> int:
     _refuse_listing_on_page(args=args)
     _refuse_page_target(args=args)
     asked = Asked(
-        last=args.last,
+        last=_last(args=args),
         since=None
         if args.since is None
         else since_moment(text=args.since, root=config.project_root),

@@ -28,7 +28,7 @@ ListingName = Literal["all", "flaky", "slowest", "costliest"]
 class Asked(NamedTuple):
     """What the command line asked for."""
 
-    last: int
+    last: int | None  # None: every run since `since`
     since: datetime | None
     check_ids: Sequence[str]
     selector: Selector
@@ -99,10 +99,10 @@ class Window(NamedTuple):
 
 
 def window_of(*, newest_first: Iterable[HistoryRecord], asked: Asked) -> Window:
-    """The last `asked.last` runs started at or after `asked.since`, each check once: a shard
-    run an `eb merge` merged is left out for the merged run, whether the merge is in the window
-    or started before `asked.since` (a merged run starts when its first shard did), and so is
-    a merge a newer merge of its shards stands for."""
+    """The last `asked.last` runs (every one when None) started at or after `asked.since`,
+    each check once: a shard run an `eb merge` merged is left out for the merged run, whether
+    the merge is in the window or started before `asked.since` (a merged run starts when its
+    first shard did), and so is a merge a newer merge of its shards stands for."""
     source = iter(newest_first)
     taken: list[HistoryRecord] = []
     merged: set[str] = set()
@@ -117,19 +117,19 @@ def window_of(*, newest_first: Iterable[HistoryRecord], asked: Asked) -> Window:
             break
         taken.append(record)
         unmerged += _take(record=record, merged=merged, claimed=claimed, taken_ids=taken_ids)
-        if unmerged < asked.last:
+        if asked.last is None or unmerged < asked.last:
             continue
         if not _unmerged_shard(taken[-1], merged) or extra >= SHARD_LOOKAHEAD:
             break
         extra += 1
     counted = [record for record in taken if record.run_id not in merged]
-    runs = counted[: asked.last]
+    runs = counted if asked.last is None else counted[: asked.last]
     # The runs read past the window's edge looking for a shard's merge are older than the
     # window, and the "since" notes read them as the older records they are; an older merge
     # of shards a merge in the window merged again is that pipeline, not a run before it.
     older = (
         record
-        for record in itertools.chain(counted[asked.last :], pushed_back, source)
+        for record in itertools.chain(counted[len(runs) :], pushed_back, source)
         if record.run_id not in merged and not superseded(run=record, claimed=claimed)
     )
     return Window(runs=runs[::-1], older=older)
