@@ -930,6 +930,57 @@ def test_another_runners_words_in_an_imported_record_never_start_a_line_of_eb_hi
     )
 
 
+def test_a_record_whose_totals_its_checks_refute_is_refused_and_the_import_goes_on(
+    tmp_path: Path, eb: Eb
+) -> None:
+    """A record whose totals say 3 passed of its 2 checks was imported, and `eb history` then
+    showed the run as `3/2 150%`. It is refused with a warning naming the file and the field,
+    as a record whose time is no ISO time is, and the import goes on with the next file."""
+    mine = _project(
+        tmp_path / "mine",
+        {
+            "eval_checks/ok.yaml": check_yaml("ok"),
+            "eval_checks/bad.yaml": check_yaml("bad", script="raise SystemExit(1)"),
+        },
+    )
+    eb("run", "--cwd", str(mine))
+    newest = sorted((mine / ".eval-banana" / "history").glob("*.json"))[-1]
+    document = json.loads(newest.read_text())
+    assert document["totals"]["checks"] == 2 and document["totals"]["passed"] == 1
+    artifact = tmp_path / "artifact"
+    artifact.mkdir()
+    for name, run_id, totals in (
+        ("a.json", "other_1", {"passed": 3}),
+        ("b.json", "other_2", {"checks": 5}),
+        ("c.json", "other_3", {"failed": 0, "errored": 1}),
+        ("d.json", "other_4", {}),
+    ):
+        changed = {**document, "run_id": run_id, "totals": {**document["totals"], **totals}}
+        (artifact / name).write_text(json.dumps(changed))
+
+    done = eb("history", "--cwd", str(mine), "import", str(artifact))
+
+    assert done.exit_code == 0, done.stderr
+    assert "Imported 1 run record" in done.stdout and "3 refused" in done.stdout
+    warned = {line.partition(": it ")[0]: line for line in done.stderr.splitlines()}
+    assert (
+        "its totals.passed is 3, but 1 of its 2 checks have the status 'passed'"
+        in (warned[f"warning: skipped {artifact / 'a.json'}"])
+    )
+    assert (
+        "its totals.checks is 5, but it lists 2 checks"
+        in (warned[f"warning: skipped {artifact / 'b.json'}"])
+    )
+    assert (
+        "its totals.failed is 0, but 1 of its 2 checks have the status 'failed'"
+        in (warned[f"warning: skipped {artifact / 'c.json'}"])
+    )
+    assert "write the counts its checks add up to" in done.stderr
+    shown = json.loads(eb("history", "--cwd", str(mine), "--json").stdout)
+    assert [run["run_id"] for run in shown["runs"]][-1] == "other_4"
+    assert {(run["passed_checks"], run["checks"]) for run in shown["runs"]} == {(1, 2)}
+
+
 def test_an_imported_record_with_a_zone_offset_is_ordered_by_its_utc_start(
     tmp_path: Path, eb: Eb
 ) -> None:

@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 from eval_banana.core.files import write_bytes_atomic
 from eval_banana.core.ownmark import mark_folder
+from eval_banana.core.words import plural
 from eval_banana.history.entries import entry_document
 from eval_banana.history.moments import utc_text
 from eval_banana.history.read import (
@@ -201,6 +202,40 @@ def _in_utc(record: HistoryRecord) -> HistoryRecord:
     return record.model_copy(update={"started_at": started_at, "finished_at": finished_at})
 
 
+# Each count of a record's totals that its checks make, and the status each counts.
+_COUNTED = (("passed", "passed"), ("failed", "failed"), ("errored", "error"))
+
+
+def totals_problem(record: HistoryRecord) -> str | None:
+    """Which count of the record's totals its own checks refute, and the fix; None when they
+    agree. The run that wrote it counted its totals from those checks (report.json's counts
+    are its results'), so a disagreement is an edit, and `eb history` would show it as a run
+    that passed 8 of 7 checks (114%)."""
+    fix = "write the counts its checks add up to, or import the record as eb wrote it"
+    totals = record.totals
+    for field, status in _COUNTED:
+        counted = sum(check.status == status for check in record.checks)
+        value = getattr(totals, field)
+        if value != counted:
+            return (
+                f"its totals.{field} is {value}, but {counted} of its {len(record.checks)} "
+                f"checks have the status {status!r}; {fix}"
+            )
+    if totals.checks != len(record.checks):
+        listed = plural(count=len(record.checks), noun="check")
+        return f"its totals.checks is {totals.checks}, but it lists {listed}; {fix}"
+    return None
+
+
+def _importable(record: HistoryRecord) -> HistoryRecord:
+    """`record` as it is imported (`_in_utc`); BadRecord when its totals disagree with its
+    checks, as for any file that is no record eb wrote."""
+    problem = totals_problem(record)
+    if problem is not None:
+        raise BadRecord(f"it is not an eb run record: {problem}")
+    return _in_utc(record)
+
+
 def import_records(*, sources: Sequence[Path], folder: Path) -> Imported:
     """Copy every valid record in `sources` into `folder` (its times made UTC), skipping run ids
     already there."""
@@ -211,7 +246,7 @@ def import_records(*, sources: Sequence[Path], folder: Path) -> Imported:
             try:
                 # A record read has times in UTC's range (`read._times_problem`), so `_in_utc`
                 # refuses none; a time it could not convert would be refused here all the same.
-                record = _in_utc(read_record(path=path))
+                record = _importable(read_record(path=path))
             except BadRecord as exc:
                 done.refused.append((path, str(exc)))
                 continue
