@@ -576,3 +576,56 @@ def test_a_folder_where_a_moved_checks_result_file_goes_is_refused_with_the_fix(
     assert "/moved/plain.yaml" in json.loads(path.read_text())["source_path"]
     _as_recorded(run_dir, proj.checks)
     _status_ok(proj)
+
+
+def test_a_folder_where_report_html_or_the_junit_file_goes_is_refused_before_a_check_runs(
+    tmp_path: Path,
+) -> None:
+    """`mkdir <run>/report.html` (or a folder where the JUnit file goes): `eb update` ran the
+    stale checks again, then ended as a write fault (exit 3) once the verdict was shown, and
+    wrote stages/report.json so that `eb status` called the report stage ok. It is refused
+    before a check runs (exit 2), naming the path and the fix; the folder, which eb did not
+    make, is left as it is, and `eb status` still calls the report stage stale."""
+    proj = Proj(root=tmp_path / "proj", eb=_eb_of_its_own, failing=False)
+    proj.config.write_text('[core]\noutput_dir = "runs"\njunit_xml = "junit.xml"\n')
+    _run_once(proj)
+    run_dir = proj.run_dir
+    (proj.root / "src" / "data.txt").write_text("two\n")  # reads_src is to run again
+    page = run_dir / "report.html"
+    page.unlink()
+    page.mkdir()
+    (page / "notes.txt").write_text("mine\n")
+    status = proj.eb("status")
+    assert status.exit_code == 1, status.stdout + status.stderr
+    assert "report.html is not a regular file (a folder)" in _rows(status.stdout)["report"]
+
+    refused = proj.eb("update")
+    assert refused.exit_code == 2, refused.stdout + refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert f"Cannot write {page}: it is not a regular file (a folder)" in refused.stderr
+    assert "hint: Remove it, then rerun the report stage" in refused.stderr
+    assert (page / "notes.txt").read_text() == "mine\n"
+    assert proj.ran() == Counter(proj.checks)  # no check ran again
+    staged = proj.eb("stage", "report")  # refused the same way, nothing written
+    assert staged.exit_code == 2, staged.stdout + staged.stderr
+    assert f"Cannot write {page}: it is not a regular file (a folder)" in staged.stderr
+    assert "stale" in _rows(proj.eb("status").stdout)["report"]
+
+    shutil.rmtree(page)
+    junit = proj.root / "junit.xml"
+    junit.unlink()
+    junit.mkdir()
+    refused = proj.eb("update")
+    assert refused.exit_code == 2, refused.stdout + refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert f"Cannot write {junit}: it is not a regular file (a folder)" in refused.stderr
+    assert "or write it elsewhere with eb stage report --junit-xml PATH" in refused.stderr
+    assert proj.ran() == Counter(proj.checks)
+    assert "stale" in _rows(proj.eb("status").stdout)["report"]
+
+    junit.rmdir()
+    updated = proj.eb("update")
+    assert updated.exit_code == 0, updated.stdout + updated.stderr
+    assert proj.ran() == Counter({"plain": 1, "scripted": 1, "reads_src": 2})
+    assert page.is_file() and junit.is_file()
+    _status_ok(proj)

@@ -18,14 +18,22 @@ from eval_banana.pipeline.remembering import remember_failures, remembered_befor
 from eval_banana.pipeline.stageselect import narrowed_plan, selecting
 from eval_banana.pipeline.stagesettings import stage_settings
 from eval_banana.reporting.console import Console, ProgressReporter
-from eval_banana.stagefiles.layout import stage_path
+from eval_banana.settings.folders import junit_file, refuse_junit_target
+from eval_banana.stagefiles.layout import REPORT_HTML, REPORT_JSON, REPORT_MD, stage_path
 from eval_banana.stagefiles.read import read_stage, refuse_stale_chain, upstream_digests
+from eval_banana.stagefiles.write import refuse_wrong_place
 from eval_banana.stages import discover as discover_stage
 from eval_banana.stages import execute as execute_stage
 from eval_banana.stages import guard as guard_stage
 from eval_banana.stages import score as score_stage
 from eval_banana.stages import validate as validate_stage
 from eval_banana.stages.config import resolve_config, write_config_stage
+
+# What to do about a folder where the JUnit file goes, once it is removed (or instead).
+_JUNIT_PLACE_FIX = (
+    "then rerun the report stage (eb update, or eb stage report), which writes it; or write "
+    "it elsewhere with eb stage report --junit-xml PATH"
+)
 
 
 @dataclass(frozen=True)
@@ -246,6 +254,21 @@ def rerun_score(request: StageRequest) -> int:
     return 0 if doc.run_passed else (3 if doc.aborted_by else 1)
 
 
+def refuse_taken_report_places(*, run_dir: Path, config: ConfigDoc) -> None:
+    """Refuse, before a report is written again (`eb stage report`, and `eb update` before it
+    runs any stage), a report whose place something else holds: a folder where report.json,
+    report.md, report.html or the JUnit file goes, a file where one of their folders should
+    be. eb never removes what it did not make, and a rename cannot replace a folder; found
+    only once the checks' verdict was shown, it ended the command as a write fault (exit 3)."""
+    for name in (REPORT_JSON, REPORT_MD, REPORT_HTML):
+        refuse_wrong_place(path=run_dir / name, stage="report")
+    setting = config.settings.core.junit_xml
+    if setting:
+        junit = junit_file(setting=setting, project_root=Path(config.project_root))
+        refuse_wrong_place(path=junit, stage="report", fix=_JUNIT_PLACE_FIX)
+    refuse_junit_target(config=config)  # a link loop, a socket, a disk
+
+
 def rerun_report(request: StageRequest) -> int:
     """Rewrite the reports from execute.json and score.json; never runs a check."""
     from eval_banana.pipeline.finish import publish_report
@@ -257,6 +280,7 @@ def rerun_report(request: StageRequest) -> int:
     # `--junit-xml`, `--history` and `--history-dir` here override config.json's: the history
     # marks of report.html are drawn from that folder, or none when it is off.
     config = _settings(request, stage="report")
+    refuse_taken_report_places(run_dir=request.run_dir, config=config)
     publish_report(
         run_dir=request.run_dir,
         config=config,

@@ -8,9 +8,12 @@ is: `eb update` writes them again.
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 from eval_banana.core.files import sha256_and_size, sha256_file
+from eval_banana.core.readback import file_kind
 from eval_banana.core.stem import artifact_stem
 from eval_banana.core.words import first_and_count
 from eval_banana.models.stages import ExecuteDoc, PlanDoc, ReportDoc
@@ -72,6 +75,9 @@ def reports_changed(*, doc: ReportDoc, run_dir: Path) -> str | None:
     if doc.report_html_sha256 is not None:
         recorded[REPORT_HTML] = doc.report_html_sha256
     gone = [name for name in recorded if not (run_dir / name).is_file()]
+    taken = _taken_place(run_dir=run_dir, names=gone)
+    if taken is not None:
+        return taken
     if gone:
         return f"{_listed(gone)} {'is' if len(gone) == 1 else 'are'} missing"
     edited = [
@@ -84,6 +90,20 @@ def reports_changed(*, doc: ReportDoc, run_dir: Path) -> str | None:
     if len(edited) == 1:
         return f"{edited[0]} was edited after the report stage wrote it"
     return f"{_listed(edited)} were edited after the report stage wrote them"
+
+
+def _taken_place(*, run_dir: Path, names: list[str]) -> str | None:
+    """The first of the reports `names` (none a regular file) whose place something else holds
+    (a folder made where report.html goes): told as such, not as missing, since `eb update`
+    cannot write it until that is removed; None when each is simply gone."""
+    for name in names:
+        try:
+            mode = os.lstat(run_dir / name).st_mode
+        except OSError:
+            continue
+        if not stat.S_ISLNK(mode):
+            return f"{name} is not a regular file ({file_kind(mode)})"
+    return None
 
 
 def _listed(names: list[str]) -> str:

@@ -16,7 +16,7 @@ from eval_banana.models.stages import ConfigDoc, ExecuteDoc, GuardDoc, PlanDoc, 
 from eval_banana.pipeline.definitionchanges import definition_changes, planned_for
 from eval_banana.pipeline.interruptedmerge import refuse_interrupted_merge
 from eval_banana.pipeline.remembering import remember_failures, remembered_before
-from eval_banana.pipeline.rerun import RERUNS, StageRequest
+from eval_banana.pipeline.rerun import RERUNS, StageRequest, refuse_taken_report_places
 from eval_banana.pipeline.resultchanges import outdated_results
 from eval_banana.pipeline.status import StageState, moved_project, run_status
 from eval_banana.pipeline.writers import output_turn, writing_run
@@ -54,6 +54,10 @@ def _update(*, request: StageRequest, target: str, out: Out) -> int:
         verdict = _verdict(request=request, wanted=wanted, show=True)
         _raise_if_aborted(request=request, verdict=verdict, wanted=wanted)
         return verdict
+    if any(state.stage == "report" for state in todo):
+        # A report's place taken (a folder where report.html goes) is the user's to clear:
+        # refused before a check runs again, not found once the verdict is shown.
+        _refuse_taken_report_places(request=request)
     # Read before anything is rebuilt: which of a check's files changed (its yaml or script).
     # A run whose project moved names the files of the old folder: none is compared.
     moved = moved_project(run_dir=run_dir) is not None
@@ -75,6 +79,16 @@ def _update(*, request: StageRequest, target: str, out: Out) -> int:
             _record_rebuilt_run(request=request, exit_code=verdict, ran_again=ran_again)
     _raise_if_aborted(request=request, verdict=verdict, wanted=wanted)
     return verdict if "score" in wanted else code
+
+
+def _refuse_taken_report_places(*, request: StageRequest) -> None:
+    """`refuse_taken_report_places` under the settings config.json records (an update keeps
+    the run's); with no readable config.json, the report stage asks once it is rebuilt."""
+    try:
+        config: ConfigDoc = read_stage(run_dir=request.run_dir, stage="config")
+    except StageFileError:
+        return
+    refuse_taken_report_places(run_dir=request.run_dir, config=config)
 
 
 def _raise_if_aborted(*, request: StageRequest, verdict: int, wanted: tuple[str, ...]) -> None:
