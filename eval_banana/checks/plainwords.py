@@ -9,7 +9,8 @@ wrote `668` or a zero-padded `01234`: only the source does. The plan records whe
 spelling is, so a reason can tell the fix (quote it) exactly where it applies, naming what the
 file wrote, whatever the artifact holds there, and nowhere else. A value written as JSON writes
 it (`false`, `668`, `1.5`, `null`) is meant as written, and `true` and `false` in another case
-(`True`) are booleans to YAML 1.2 and to every reader alike: neither is recorded.
+(`True`) are booleans to YAML 1.2 and to every reader alike: neither is recorded, nor is a
+scalar with an explicit tag (`!!int 01234`, `!!bool NO`), which asks for that type in words.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import re
 from typing import Any
 
 import yaml
+from yaml.composer import Composer
 
 from eval_banana.core.yamlsafe import StrictLoader
 from eval_banana.models.stages import PlainWord
@@ -46,6 +48,37 @@ _NUMBER_OR_NULL_TAGS = frozenset(
 _MOST_NODES = 10_000
 
 
+class _ExplicitlyTagged(yaml.ScalarNode):
+    """A scalar the file gave a tag of its own (`!!int 01234`): its type is asked for, not
+    guessed from its text, and it is never recorded."""
+
+
+class _TagNoticingLoader(Composer, StrictLoader):
+    """StrictLoader whose nodes are composed in Python from the C parser's events, so a
+    scalar's explicit tag, which a composed node no longer tells apart from the tag its text
+    resolves to, is kept (as an _ExplicitlyTagged node). Only a file that may write a value
+    otherwise is composed so."""
+
+    def __init__(self, stream: str) -> None:
+        # StrictLoader's own init (the parser's, constructor's and resolver's), not Composer's,
+        # which takes no stream; mypy sees StrictLoader's C base as none.
+        StrictLoader.__init__(self, stream)  # type: ignore[call-arg]
+        self.anchors: dict[str, yaml.Node] = {}  # Composer's own state, which its init sets
+
+    # The stubs type `anchor` as a dict; it is the anchor's name, or None.
+    def compose_scalar_node(self, anchor: str | None) -> yaml.ScalarNode:  # type: ignore[override]
+        """Composer's own, but for the kind of node an explicitly tagged scalar becomes."""
+        event = self.get_event()
+        # `!` alone is the non-specific tag: the scalar's type still comes from its text.
+        explicit = event.tag is not None and event.tag != "!"
+        tag = event.tag if explicit else self.resolve(yaml.ScalarNode, event.value, event.implicit)
+        kind = _ExplicitlyTagged if explicit else yaml.ScalarNode
+        node = kind(tag, event.value, event.start_mark, event.end_mark, style=event.style)
+        if anchor is not None:
+            self.anchors[anchor] = node
+        return node
+
+
 def plain_words(*, data: bytes, definition: dict[str, Any]) -> list[PlainWord] | None:
     """Each place in an assertions check's values where the file writes a plain scalar that
     YAML 1.1 reads as a boolean, a number or null, spelled otherwise than JSON writes that
@@ -62,7 +95,7 @@ def plain_words(*, data: bytes, definition: dict[str, Any]) -> list[PlainWord] |
     text = data.decode("utf-8", errors="replace")
     if not _may_write_otherwise(text=text, kinds=_kinds_held(values=values)):
         return []
-    loader = StrictLoader(text)
+    loader = _TagNoticingLoader(text)
     try:
         root = loader.get_single_node()
         nodes = _value_nodes(root=root)
@@ -155,7 +188,7 @@ def _child(*, node: yaml.Node | None, key: str) -> yaml.Node | None:
 
 
 def _words_in(
-    *, node: yaml.Node, assertion: int, budget: list[int], loader: StrictLoader
+    *, node: yaml.Node, assertion: int, budget: list[int], loader: _TagNoticingLoader
 ) -> list[PlainWord]:
     """The plain scalars read otherwise under `node`, at their paths relative to it."""
     # Loaded here: only a file that writes such a scalar needs paths written.
@@ -182,12 +215,12 @@ def _words_in(
     return found
 
 
-def _read_otherwise(*, node: yaml.ScalarNode, loader: StrictLoader) -> bool:
-    """Whether `node` is plain and YAML 1.1 reads it as a boolean `yes`/`no`/`on`/`off`, or
-    as a number or null JSON writes otherwise (`01234` is 668, `~` null)."""
+def _read_otherwise(*, node: yaml.ScalarNode, loader: _TagNoticingLoader) -> bool:
+    """Whether `node` is plain, untagged, and YAML 1.1 reads it as a boolean `yes`/`no`/`on`/
+    `off`, or as a number or null JSON writes otherwise (`01234` is 668, `~` null)."""
     # No style is plain (None from the Python parser, "" from libyaml): a quoted "no" stays
-    # text, and is what the fix asks for.
-    if node.style:
+    # text, and is what the fix asks for. A tagged one was meant as the type its tag names.
+    if node.style or isinstance(node, _ExplicitlyTagged):
         return False
     if node.tag == _BOOL_TAG:
         return str(node.value).lower() in _YAML11_ONLY_WORDS

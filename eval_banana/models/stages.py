@@ -180,7 +180,8 @@ class PlannedCheck(Record):
         description="For an assertions check: each place where its check file writes an "
         "assertion's value (or a part of it) as a plain scalar YAML 1.1 reads as no text, "
         "spelled otherwise than JSON writes what it became (yes, no, on or off read as a "
-        "boolean; 01234 read as 668; ~ or nothing read as null), so that a reason can tell to "
+        "boolean; 01234 read as 668; ~ or nothing read as null) and carries no tag of its own "
+        "(!!int 01234 is meant as written), so that a reason can tell to "
         "quote it there and nowhere else; null for other checks.",
     )
     family_definition_sha256: str | None = Field(

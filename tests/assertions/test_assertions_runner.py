@@ -588,6 +588,50 @@ def test_a_number_or_null_written_plain_otherwise_than_json_is_told_where_the_fi
     ]
 
 
+def test_a_value_with_an_explicit_tag_is_never_told_to_be_quoted(
+    project: Callable[..., Path],
+) -> None:
+    # `value: !!int 01234` asks for the number in words, yet was told to quote the 01234 as
+    # a plain 01234 is; so were `!!bool NO`, an anchored tagged value and an alias to it.
+    # An untagged 01234 beside them, alone or in a list, is still told.
+    root = project(
+        {
+            "out/a.json": json.dumps({"zip": "01234", "country": "NO", "codes": ["01234"]}),
+            "eval_checks/a.yaml": grading_a_json(
+                "a",
+                "{path: zip, op: equals, value: !!int 01234}",
+                "{path: country, op: equals, value: !!bool NO}",
+                "{path: zip, op: equals, value: &tagged !!int 01234}",
+                "{path: zip, op: equals, value: *tagged}",
+                "{path: codes, op: equals, value: [!!int 01234, 01234]}",
+                "{path: zip, op: equals, value: 01234}",
+            ),
+        },
+        config='[core]\noutput_dir = "runs"\n',
+    )
+    validated = eb_process(root, "validate")
+    assert validated.returncode == 0, validated.stdout + validated.stderr
+    ran = eb_process(root, "run", "--cache", "off")
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    (run_dir,) = (root / "runs").iterdir()
+    plan = json.loads((run_dir / "stages" / "plan.json").read_text())
+    (planned,) = plan["checks"]
+    assert planned["plain_words"] == [
+        {"assertion": 4, "at": "[1]", "word": "01234"},
+        {"assertion": 5, "at": "", "word": "01234"},
+    ]
+    number = "the number 668"
+    assert assertion_messages(root)["a"] == [
+        'zip equals 668: found the string "01234"',
+        'country equals false: found the string "NO"',
+        'zip equals 668: found the string "01234"',
+        'zip equals 668: found the string "01234"',
+        "codes equals [668, 668]: found an array of 1 element, not 2 elements",
+        'zip equals 668: found the string "01234"'
+        + quote_it(written="01234", expected=number, reading="668"),
+    ]
+
+
 def test_a_family_value_filled_from_a_row_is_never_told_as_written_in_the_check_file(
     project: Callable[..., Path],
 ) -> None:
