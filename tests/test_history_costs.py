@@ -187,3 +187,34 @@ def test_money_a_judge_run_again_by_eb_update_spent_stays_spent(tmp_path: Path, 
     plan = json.loads(eb("plan", "--cwd", str(root), "--json").stdout)
     expected = {check["id"]: check.get("expected_cost_usd") for check in plan["checks"]}
     assert expected["judge_fl"] == pytest.approx(0.05)
+
+
+def test_merges_of_the_same_shards_in_one_second_stand_in_the_order_they_were_made(
+    tmp_path: Path, eb: Eb
+) -> None:
+    """Merges of the same shards made within one second were ordered by the random rest of
+    their run ids: `eb history` could keep an older merge for the pipeline and leave out the
+    one just made. Each merge here, all in one second, is the one that stands at once."""
+    root = _paid_project(tmp_path, {})
+    shards = []
+    for k in (1, 2):
+        out = tmp_path / f"shard{k}"
+        done = eb("run", "--cwd", str(root), "--shard", f"{k}/2", "--output-dir", str(out),
+                  "--flat-output")  # fmt: skip
+        assert done.exit_code == 0, done.stdout + done.stderr
+        shards.append(str(out))
+    seconds: set[str] = set()
+    for _attempt in range(3):
+        # Begun just after a second starts, five merges (tens of milliseconds each) share it.
+        time.sleep(1.02 - time.time() % 1)
+        made = []
+        for _again in range(5):
+            done = eb("merge", *shards, "--cwd", str(root), "--output-dir", str(tmp_path / "m"),
+                      "--json")  # fmt: skip
+            assert done.exit_code == 0, done.stderr
+            made.append(json.loads(done.stdout)["run_id"])
+            assert [run["run_id"] for run in _history(eb, root)["runs"]] == [made[-1]], made
+        seconds = {run_id[: len("YYYYmmdd_HHMMSS")] for run_id in made}
+        if len(seconds) == 1:
+            break
+    assert len(seconds) == 1, "the five merges never fell within one second"

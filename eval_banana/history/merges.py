@@ -11,7 +11,8 @@ The same shards can be merged again (a merge job re-run, a merge redone after an
 shard re-run and merged with the others): each shard run stands in one merge, the newest that
 merged it, and an older merge that shares a shard run with it is left out whole, as its shards
 are (`superseded`). Two merges of the same shards start at the same moment; the newer is the
-one made later, whose run id (its own time first) sorts after.
+one made later, whose run id (its own time first, to the millisecond: settings/rundir) sorts
+after.
 """
 
 from __future__ import annotations

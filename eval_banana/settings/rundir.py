@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -19,11 +20,23 @@ from eval_banana.settings.folders import setting_path
 logger = Logger("eval_banana.settings.rundir")
 
 
+# The 8 hex digits after a run id's second: its millisecond (0-999, 10 bits) in the high bits,
+# so that two ids of one second sort as they were made, and random bits below it, so that two
+# runs started in the same millisecond (shards on several machines) still differ.
+_RANDOM_BITS = 22
+
+
 def new_run_id() -> str:
-    """`<UTC YYYYMMDD_HHMMSS>_<8 hex>`, as eval-banana names run folders."""
-    now = datetime.now(UTC).strftime("%Y%m%d_%H%M%S")
-    # 32 random bits, as uuid4().hex[:8] gives, without importing uuid (it loads platform).
-    return f"{now}_{os.urandom(4).hex()}"
+    """`<UTC YYYYMMDD_HHMMSS>_<8 hex>`, as eval-banana names run folders. Ids sort in the order
+    they were made, to the millisecond: a merge of the same shards made again in the same
+    second is the newer by its id, as the run history reads it (history/merges). An earlier
+    eb's 8 hex digits were all random: its ids of one second are in no order."""
+    seconds, nanoseconds = divmod(time.time_ns(), 1_000_000_000)
+    second = datetime.fromtimestamp(seconds, UTC).strftime("%Y%m%d_%H%M%S")
+    # Random bits as uuid4() gives them, without importing uuid (it loads platform).
+    random_part = int.from_bytes(os.urandom(3)) >> (24 - _RANDOM_BITS)
+    order = (nanoseconds // 1_000_000) << _RANDOM_BITS | random_part
+    return f"{second}_{order:08x}"
 
 
 def output_base(*, config: ConfigDoc) -> Path:
@@ -147,9 +160,10 @@ def config_stage(*, run_dir: Path) -> dict[str, Any] | None:
 def runs_by_creation(*, base: Path) -> list[Path]:
     """Every run folder under `base`, oldest first, by the creation time its config.json records.
 
-    Folder names are no order: run ids carry a random suffix after the second, so two runs of
-    the same second sort by chance. A folder whose config.json cannot be read is not a run; one
-    whose config.json records a creation time still to come is not taken for one either
+    Folder names are no order: an earlier eb's run ids carry a random suffix after the second,
+    so two of its runs of the same second sort by chance, and a folder may be renamed. A folder
+    whose config.json cannot be read is not a run; one whose config.json records a creation
+    time still to come is not taken for one either
     (settings/rundating.py), with a warning naming it.
     """
     from eval_banana.settings.rundating import record_problem, recorded_moment
