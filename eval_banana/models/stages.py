@@ -419,9 +419,9 @@ class ExecuteDoc(StageEnvelope):
     merge_interrupted: bool = Field(
         default=False,
         description="eb merge was interrupted before it had brought every shard's files into "
-        "this folder (the checks' output files in checks/, the frozen scripts): only the shards "
-        "hold them, so eb status calls execute stale and eb update refuses the folder; merging "
-        "the same shards again makes a complete one.",
+        "this folder (the checks' output files and folders in checks/, the frozen scripts): "
+        "only the shards hold them, so eb status calls execute stale and eb update refuses the "
+        "folder; merging the same shards again makes a complete one.",
     )
     cache: CacheCounts | None = Field(
         default=None,

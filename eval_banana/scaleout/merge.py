@@ -155,8 +155,8 @@ def _merge_into(
             items=sum(len(listed.names) for listed in evidence), threshold=LINK_FORK_FILES
         ),
     )
-    # The checks' output folders (mostly empty: each is looked into) in another child, which
-    # nothing waits for until the run is reported: the page links files, not folders.
+    # The checks' output folders (mostly empty: each is looked into) in another child, at a
+    # lower priority: nothing waits for it until the links are in.
     try:
         folders = forked.start(
             work=bring_folders,
@@ -175,12 +175,16 @@ def _merge_into(
     except BaseException as exc:
         _settle(links, folders, error=exc)
         raise
-    # report.html lists checks/ to link each check's files: the links come first.
+    # report.html lists checks/ to link each check's files: the links come first. So do the
+    # output folders: a signal while they were brought once the reports stood dropped them
+    # with nothing recorded; before the reports, the run is recorded as not complete.
     try:
         brought = _bring(links, redo=bring_evidence, stop=cancel.is_set)
     except BaseException:
         folders.abandon()  # an interrupt: nothing of the merge goes on without it
         raise
+    # Stopped already, the folders' child is ended here too, not waited for.
+    brought = _bring(folders, redo=bring_folders, stop=cancel.is_set) and brought
     stopped = interrupted_late(executed=executed, cancel=cancel) or executed
     if not brought:
         # Files only the shards hold stayed out: `eb update` must never call the folder
@@ -191,21 +195,18 @@ def _merge_into(
         # its checks ended (every result stands; `aborted_by: interrupt`, exit 3).
         executed = stopped
         digests["execute"] = write_execute_stage(run_dir=run_dir, doc=executed)
-    try:
-        outcome = finish_run(
-            run_dir=run_dir,
-            config=config,
-            executed=executed,
-            digests=digests,
-            extras=request.extras,
-            console=console,
-            kind="merge",
-            cancel=cancel,
-        )
-    except BaseException as exc:
-        _settle(folders, error=exc)
-        raise
-    _bring(folders, redo=bring_folders, stop=cancel.is_set)
+    # The reports are the last of the run folder written: a signal from here on leaves it
+    # whole (an interrupted run, its reports and record written again, or ones that stand).
+    outcome = finish_run(
+        run_dir=run_dir,
+        config=config,
+        executed=executed,
+        digests=digests,
+        extras=request.extras,
+        console=console,
+        kind="merge",
+        cancel=cancel,
+    )
     for problem in prune_runs(config=config, current=run_dir):
         console.warn(problem)
     if cancel.is_set() and outcome.exit_code != RunAborted.exit_code:

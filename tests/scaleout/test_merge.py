@@ -731,6 +731,70 @@ def test_a_merge_interrupted_once_its_evidence_came_in_is_updated_without_the_ab
     assert _eb("status", "--run-dir", str(run_dir)).returncode == 0
 
 
+# `eb merge` whose output folders' child (forked, as for thousands of checks) stays at its
+# first folder, and which notes "awaiting folders" once it waits for that child: the files'
+# links are in by then.
+SLOW_FOLDERS_MERGE = eb_script(
+    setup="""\
+    import time
+    import eval_banana.scaleout.merge as merge
+    import eval_banana.scaleout.shardevidence as shardevidence
+    merge.LINK_FORK_FILES = 1
+    parent = os.getpid()
+    real_tree, real_bring = shardevidence._link_tree, merge._bring
+
+    def slow_tree(**kwargs):
+        if os.getpid() != parent:
+            time.sleep(60)
+        return real_tree(**kwargs)
+
+    def noted_bring(pending, *, redo, stop):
+        if redo.__name__ == "bring_folders":
+            note("awaiting-folders")
+        return real_bring(pending, redo=redo, stop=stop)
+
+    shardevidence._link_tree = slow_tree
+    merge._bring = noted_bring
+    """
+)
+
+
+def test_a_merge_interrupted_while_it_brought_the_output_folders_is_recorded_as_interrupted(
+    scale_out: dict[str, Path], tmp_path: Path
+) -> None:
+    """The output folders were brought after the reports: a Ctrl-C then dropped them, the
+    merge exited 3 and nothing said so (`eb status` all ok, `eb update` nothing to do). They
+    are brought before the reports now, and a signal meanwhile records the merge as
+    interrupted: `eb status` names the merge to run again, `eb update` refuses the folder."""
+    shards = _shard_folders(scale_out)
+    output = tmp_path / "merged"
+    run_dir = _interrupted_merge(
+        script=SLOW_FOLDERS_MERGE,
+        busy="awaiting-folders",
+        shards=shards,
+        cwd=scale_out["main"],
+        output=output,
+        tmp_path=tmp_path,
+    )
+    # The files are in; the check's output folder (nested/counted.txt) stayed out.
+    assert _output_files(run_dir) == _output_files(scale_out["merged"])
+    assert _evidence(run_dir) != _evidence(scale_out["merged"])
+    executed = json.loads((run_dir / "stages" / "execute.json").read_text())
+    assert (executed["aborted_by"], executed["merge_interrupted"]) == ("interrupt", True)
+    assert _report(run_dir)["aborted_by"] == "interrupt"
+    status = _eb("status", "--run-dir", str(run_dir))
+    assert status.returncode == 1, status.stdout + status.stderr
+    assert "was interrupted before it brought in every shard's files" in status.stdout
+    merge_again = f"eb merge {' '.join(shards)} --output-dir {output}"
+    assert status.stdout.splitlines()[-1].endswith(f"Merge the same shards again: {merge_again}")
+    refused = _eb("update", "--run-dir", str(run_dir))
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    again = _eb(*merge_again.split()[1:], "--cwd", str(scale_out["main"]))
+    assert again.returncode == 1, again.stderr  # the verdict: checks failed
+    (complete,) = [folder for folder in output.iterdir() if folder != run_dir]
+    assert _evidence(complete) == _evidence(scale_out["merged"])
+
+
 def _group_gone(*, pgid: int, within_s: float) -> bool:
     deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:
