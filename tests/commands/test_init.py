@@ -8,13 +8,12 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
 import pytest
 import yaml
 
-from eval_banana.commands.scaffold import config_template, run_init
+from eval_banana.commands.scaffold import EXAMPLE_CASES_PATH, config_template, run_init
 from eval_banana.core.errors import ConfigError
 from eval_banana.harness.templates import BUILTIN_TEMPLATES
 from eval_banana.models.check import CHECK_ADAPTER, DeterministicCheck
@@ -328,56 +327,73 @@ def test_results_stay_out_of_git_after_init_and_run(tmp_path: Path) -> None:
     ]
 
 
+def _run_json(project: Path, *args: str) -> tuple[int, dict[str, str]]:
+    """`eb run --json ARGS` in `project`: its exit code and each check's status."""
+    done = eb_process(project, "run", "--json", *args)
+    report = json.loads(done.stdout)
+    return done.returncode, {c["check_id"]: c["status"] for c in report["checks"]}
+
+
 def test_the_example_family_runs_three_cases_each_a_check_of_its_own(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
     run_init(cwd=project, force=False)
-    text = (project / "eval_checks" / "example_cases.yaml").read_text(encoding="utf-8")
-    data = yaml.safe_load(text)
+    family = project / "eval_checks" / "example_cases.yaml"
+    data = yaml.safe_load(family.read_text(encoding="utf-8"))
     assert len(data["cases"]) == 3
     # The editor schema the modeline points at accepts the family too.
     schema = json.loads((project / ".eval-banana/schemas/check.schema.json").read_text())
     jsonschema.validate(data, schema)
-    env = {"PYTHONPATH": str(Path(__file__).resolve().parents[2]), "PATH": os.environ["PATH"]}
-
-    def run() -> tuple[int, Any]:
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "eval_banana",
-                "run",
-                "--cwd",
-                str(project),
-                "--json",
-                "--cache",
-                "off",
-            ],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        return done.returncode, json.loads(done.stdout)
-
-    code, report = run()
-    assert code == 0
+    done = eb_process(project, "run", "--json", "--cache", "off")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
     statuses = {c["check_id"]: c["status"] for c in report["checks"]}
     assert statuses == {
-        "example_cases[config]": "passed",
-        "example_cases[schema]": "passed",
-        "example_cases[gitignore]": "passed",
+        "example_cases[one_word]": "passed",
+        "example_cases[two_words]": "passed",
+        "example_cases[extra_spaces]": "passed",
         "example_check": "passed",
     }
     assert [(f["id"], f["cases"], f["passed"]) for f in report["families"]] == [
         ("example_cases", 3, 3)
     ]
-    # Each case checks something real: without the .gitignore that one case fails alone.
-    (project / ".eval-banana" / ".gitignore").unlink()
-    code, report = run()
-    assert code == 1
-    failed = [c["check_id"] for c in report["checks"] if c["status"] != "passed"]
-    assert failed == ["example_cases[gitignore]"]
+    # Each case checks something real: a wrong row fails that case alone, cache on or off.
+    family.write_text(
+        family.read_text(encoding="utf-8").replace(
+            'text: "eval banana", words: 2', 'text: "eval banana", words: 3'
+        ),
+        encoding="utf-8",
+    )
+    for cache in ("on", "off"):
+        code, statuses = _run_json(project, "--cache", cache)
+        assert code == 1
+        assert [name for name, status in statuses.items() if status != "passed"] == [
+            "example_cases[two_words]"
+        ]
+
+
+def test_the_scaffold_s_checks_never_replay_a_pass_the_project_no_longer_earns(
+    tmp_path: Path,
+) -> None:
+    """Outside git, a check without `inputs:` is keyed on every file outside [discovery]
+    exclude_dirs, and the config `eb init` writes excludes .eval-banana/: the example family
+    checked files there, and after they were deleted its cached passes were replayed. Whatever
+    eb init wrote is deleted now (but the config, which makes the project, and the family),
+    the cached run says what a run without the cache says."""
+    project = tmp_path / "project"
+    project.mkdir()
+    written = run_init(cwd=project, force=False).written
+    code, first = _run_json(project)
+    assert code == 0 and set(first.values()) == {"passed"}
+    kept = {
+        project.resolve() / ".eval-banana" / "config.toml",
+        project.resolve() / EXAMPLE_CASES_PATH,
+    }
+    for path in written:
+        if path not in kept:
+            path.unlink()
+            cached = _run_json(project)
+            assert cached == _run_json(project, "--cache", "off"), path
 
 
 def test_an_existing_gitignore_is_kept_and_extended_once(tmp_path: Path) -> None:
