@@ -24,6 +24,7 @@ from eval_banana.checks.loading import (
     Loaded,
     Reader,
     id_holders,
+    model_of,
     parse_each,
     problem_model,
 )
@@ -316,7 +317,7 @@ def _load_case_bound(
         except DefinitionError as exc:
             left_out.append(family_left_out(family=family, path=path))
             left_out.append(problem_model(exc))
-            left_out.extend(ProblemModel(**p._asdict()) for p in exc.problems)
+            left_out.extend(model_of(p) for p in exc.problems)
             continue
         loaded.append(Loaded(path=path, data=holders[0].data, definition=definition))
     return loaded
@@ -436,7 +437,7 @@ def select_ids(
             continue
         except DefinitionError as exc:
             problems.append(problem_model(exc))
-            problems.extend(ProblemModel(**p._asdict()) for p in exc.problems)
+            problems.extend(model_of(p) for p in exc.problems)
             continue
         warnings.extend(unreadable)
         for item in loaded:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from eval_banana.checks.definition import load_definition, parse_yaml_mapping
-from eval_banana.core.errors import DefinitionError, problem_of
+from eval_banana.core.errors import DefinitionError, Problem, problem_of
 from eval_banana.core.readback import read_regular
 from eval_banana.core.record import Record
 from eval_banana.models.stages import FieldProblem, ProblemModel
@@ -20,9 +20,15 @@ class Loaded(Record):
     definition: dict[str, Any]  # normalized, as the check models dump it
 
 
-def problem_model(exc: DefinitionError) -> ProblemModel:
+def model_of(problem: Problem, *, fields: tuple[Problem, ...] = ()) -> ProblemModel:
+    """One problem as a stage file records it, with a check file's field errors one by one."""
     return ProblemModel(
-        **problem_of(exc)._asdict(),
+        message=problem.message,
+        file=problem.file,
+        field_path=problem.field_path,
+        hint=problem.hint,
+        line=problem.line,
+        column=problem.column,
         fields=[
             FieldProblem(
                 field_path=field.field_path,
@@ -31,9 +37,13 @@ def problem_model(exc: DefinitionError) -> ProblemModel:
                 message=field.message,
                 hint=field.hint,
             )
-            for field in exc.field_errors
+            for field in fields
         ],
     )
+
+
+def problem_model(exc: DefinitionError) -> ProblemModel:
+    return model_of(problem_of(exc), fields=exc.field_errors)
 
 
 Reader = Callable[[str], bytes]

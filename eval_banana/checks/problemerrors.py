@@ -3,7 +3,7 @@ whether such an error says only that the selection holds no check."""
 
 from __future__ import annotations
 
-from eval_banana.core.errors import DefinitionError, NoChecksError, problem_of
+from eval_banana.core.errors import DefinitionError, NoChecksError, Problem, problem_of
 from eval_banana.models.stages import ProblemModel
 
 
@@ -24,8 +24,30 @@ def problems_error(problems: list[ProblemModel], *, no_checks: bool) -> Definiti
         hint=first.hint,
         line=first.line,
         column=first.column,
-        problems=tuple(problem_of(problem) for problem in problems[1:]),
+        problems=tuple(_counted(problem) for problem in problems[1:]),
+        field_errors=_field_errors(problems[0]),
     )
+
+
+def _field_errors(problem: ProblemModel) -> tuple[Problem, ...]:
+    """A check file's field errors, each located in the file."""
+    return tuple(
+        Problem(
+            message=field.message,
+            file=problem.file,
+            field_path=field.field_path,
+            hint=field.hint,
+            line=field.line,
+            column=field.column,
+        )
+        for field in problem.fields
+    )
+
+
+def _counted(problem: ProblemModel) -> Problem:
+    """`problem` with the number of errors its message tells: each of a check file's field
+    errors, as `eb validate --json` lists them one by one."""
+    return problem_of(problem)._replace(errors=len(problem.fields) or 1)
 
 
 def selected_nothing(error: DefinitionError) -> bool:

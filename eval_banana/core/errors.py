@@ -17,6 +17,9 @@ class Problem(NamedTuple):
     hint: str | None = None
     line: int | None = None  # 1-based, in `file`
     column: int | None = None
+    # How many errors `message` tells: a check file's field errors are one message that lists
+    # each, and `eb validate --json` gives each an entry of its own, so counts must add them.
+    errors: int = 1
 
 
 class Located(Protocol):
@@ -87,7 +90,7 @@ class EvalBananaError(Exception):
         if len(every) == 1:
             return f"{self.message}\nhint: {self.hint}" if self.hint else self.message
         lines = _messages_with_hints(problems=every)
-        if len(every) >= _COUNTED_FROM:
+        if sum(problem.errors for problem in every) >= _COUNTED_FROM:
             lines.append(_count_by_file(problems=every))
         return "\n".join(lines)
 
@@ -95,7 +98,11 @@ class EvalBananaError(Exception):
         """This error's own problem, then each other one it carries (a repeat of its own
         message, which some carry in full, is left out)."""
         others = (problem for problem in self.problems if problem.message != self.message)
-        return (problem_of(self), *others)
+        return (problem_of(self)._replace(errors=self.errors_told()), *others)
+
+    def errors_told(self) -> int:
+        """How many errors this error's own message tells."""
+        return 1
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -128,11 +135,18 @@ def _messages_with_hints(*, problems: tuple[Problem, ...]) -> list[str]:
 
 
 def _count_by_file(*, problems: tuple[Problem, ...]) -> str:
-    counts = Counter(problem.file or "(no file)" for problem in problems)
+    """`6 problems in 5 files: 2 in b.yaml, ...`: every error counted, as `--json` lists them
+    (a check file's field errors, told in one message, count one each)."""
+    counts: Counter[str] = Counter()
+    for problem in problems:
+        counts[problem.file or "(no file)"] += problem.errors
+    total = sum(counts.values())
+    if len(counts) == 1:
+        return f"{total:,} problems, all in {next(iter(counts))}"
     shown = ", ".join(f"{count:,} in {name}" for name, count in counts.most_common(3))
     rest = len(counts) - 3
     more = f", and more in {rest:,} other file{'s' if rest > 1 else ''}" if rest > 0 else ""
-    return f"{len(problems):,} problems: {shown}{more}"
+    return f"{total:,} problems in {len(counts):,} files: {shown}{more}"
 
 
 class UsageError(EvalBananaError):
@@ -182,6 +196,9 @@ class DefinitionError(EvalBananaError):
             column=column,
         )
         self.field_errors = field_errors
+
+    def errors_told(self) -> int:
+        return len(self.field_errors) or 1
 
 
 class NoChecksError(DefinitionError):

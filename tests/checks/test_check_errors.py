@@ -98,6 +98,30 @@ def test_validate_json_lists_every_field_error_with_its_line_and_fix(
     )
 
 
+def test_validate_s_closing_count_counts_every_error_json_lists(
+    project: Callable[..., Path],
+) -> None:
+    # A file with two field errors is one message ("2 validation errors") but two errors in
+    # --json: the closing count said "5 problems" beside six listed errors.
+    files = {f"eval_checks/c{i}.yaml": f"schema_version: 1\nid: c{i}\n" for i in range(4)}
+    root = project({**files, "eval_checks/two.yaml": TWO_ERRORS})
+    text = eb_process(root, "validate")
+    assert text.returncode == 2
+    listed = _json_of(eb_process(root, "validate", "--json"))["errors"]
+    assert len(listed) == 6
+    two = root.resolve() / "eval_checks" / "two.yaml"
+    assert text.stderr.splitlines()[-1] == (
+        f"6 problems in 5 files: 2 in {two}, 1 in {root.resolve() / 'eval_checks' / 'c0.yaml'}, "
+        f"1 in {root.resolve() / 'eval_checks' / 'c1.yaml'}, and more in 2 other files"
+    )
+
+
+def _json_of(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(done.stdout)
+    assert document["exit_code"] == done.returncode
+    return document
+
+
 def test_validate_json_for_file_level_errors_and_readiness(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:

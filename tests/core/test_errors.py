@@ -62,7 +62,7 @@ def test_problems_in_a_row_that_share_a_hint_get_it_once_after_the_last() -> Non
         "eval_checks/y.yaml: bad",
         "  hint: fix y",
         # What a terminal shows last: how many, and where.
-        "2,002 problems: 2,000 in data/rows.jsonl, 1 in eval_checks/x.yaml, "
+        "2,002 problems in 3 files: 2,000 in data/rows.jsonl, 1 in eval_checks/x.yaml, "
         "1 in eval_checks/y.yaml",
     ]
 
@@ -75,10 +75,38 @@ def test_the_count_names_the_three_files_with_most_problems() -> None:
     )
     error = DefinitionError(problems[0].message, file="a.yaml", problems=problems[1:])
     assert error.render().splitlines()[-1] == (
-        "8 problems: 3 in b.yaml, 2 in c.yaml, 2 in d.yaml, and more in 1 other file"
+        "8 problems in 4 files: 3 in b.yaml, 2 in c.yaml, 2 in d.yaml, and more in 1 other file"
     )
     few = DefinitionError("a.yaml: bad", problems=problems[1:3])
-    assert "problems:" not in few.render()  # three problems need no count
+    assert "problems" not in few.render()  # three problems need no count
+
+
+def test_the_count_adds_each_field_error_a_check_file_s_message_lists() -> None:
+    # `eb validate --json` lists a file's field errors one by one; the count must agree.
+    fields = (
+        Problem(message="bad id", file="two.yaml"),
+        Problem(message="bad tags", file="two.yaml"),
+    )
+    others = tuple(Problem(message=f"c{i}.yaml: bad", file=f"c{i}.yaml") for i in range(3))
+    three = Problem(message="t.yaml: 3 validation errors", file="t.yaml", errors=3)
+    error = DefinitionError(
+        "two.yaml: 2 validation errors",
+        file="two.yaml",
+        field_errors=fields,
+        problems=(*others, three),
+    )
+    assert error.render().splitlines()[-1] == (
+        "8 problems in 5 files: 3 in t.yaml, 2 in two.yaml, 1 in c0.yaml, and more in 2 other files"
+    )
+    # Two messages that tell five errors end with the count too.
+    pair = DefinitionError(
+        "two.yaml: 2 validation errors", file="two.yaml", field_errors=fields, problems=(three,)
+    )
+    assert pair.render().splitlines()[-1] == "5 problems in 2 files: 3 in t.yaml, 2 in two.yaml"
+    same = DefinitionError(
+        "two.yaml: bad", file="two.yaml", problems=(*fields, three._replace(file="two.yaml"))
+    )
+    assert same.render().splitlines()[-1] == "6 problems, all in two.yaml"
 
 
 def test_too_many_open_files_is_a_resource_fault_wherever_eb_meets_it() -> None:
