@@ -11,7 +11,7 @@ from typing import NamedTuple
 from eval_banana.core.errors import ConfigError, WriteFault
 from eval_banana.core.files import write_text_atomic
 from eval_banana.core.realpaths import real_path
-from eval_banana.settings.configfile import refuse_unprintable_root
+from eval_banana.settings.configfile import find_config_file, refuse_unprintable_root
 
 CONFIG_PATH = Path(".eval-banana") / "config.toml"
 SCHEMA_PATH = Path(".eval-banana") / "schemas" / "check.schema.json"
@@ -208,11 +208,43 @@ def _examples(*, root: Path) -> tuple[list[tuple[Path, str]], list[str]]:
     return [], left
 
 
-def run_init(*, cwd: Path, force: bool) -> InitOutcome:
+def _config_above(*, root: Path) -> Path | None:
+    """The config file of the project `root` lies in, found as every eb command finds it
+    (settings/configfile.py: the nearest above), or None."""
+    return None if root.parent == root else find_config_file(start=root.parent)
+
+
+def _inside_a_project(*, root: Path, found: Path) -> ConfigError:
+    """`eb init` below another project's root: commands run there already work in that project,
+    so it is mostly a mistake, and that project's `eb run` would discover the new project's
+    checks (its examples' ids among them) next to its own."""
+    outer = found.parent.parent
+    return ConfigError(
+        f"Refusing to make a project in {root}: it is inside the eb project at {outer} "
+        f"({found}), whose `eb run` would discover this one's checks too",
+        file=str(found),
+        hint=f"eb finds that project from any folder below it: add checks in an eval_checks/ "
+        f"folder here and run eb from here or from {outer}; pass --nested to make a nested "
+        "project on purpose",
+    )
+
+
+def _nested_examples(*, root: Path, outer: Path) -> list[str]:
+    """The lines for the examples a nested project does not get: the project above would
+    discover them next to its own, whose examples have the same ids."""
+    return [
+        f"Left out {root / path} (the project at {outer} would discover it too)"
+        for path in (EXAMPLE_PATH, EXAMPLE_CASES_PATH)
+    ]
+
+
+def run_init(*, cwd: Path, force: bool, nested: bool = False) -> InitOutcome:
     """Write the config, schema, example check, example family and results ignore under `cwd`.
 
     An existing .gitignore that already ignores the results is kept as it is and not listed;
-    the examples are written only into an `eval_checks/` without checks (`_examples`).
+    the examples are written only into an `eval_checks/` without checks (`_examples`). A
+    folder below another project's root is refused unless `nested`, and a nested project gets
+    no examples (`_nested_examples`).
     """
     root = real_path(cwd)
     # Refused as `eb run` refuses it, before a file is written (or a path with a line break,
@@ -226,7 +258,15 @@ def run_init(*, cwd: Path, force: bool) -> InitOutcome:
             file=str(config),
             hint="pass --force to overwrite it (check files are never overwritten)",
         )
-    examples, left = _examples(root=root)
+    # A folder with a config of its own is a project already, nested or not.
+    above = None if _exists(config) else _config_above(root=root)
+    if above is not None and not nested:
+        raise _inside_a_project(root=root, found=above)
+    examples, left = (
+        ([], _nested_examples(root=root, outer=above.parent.parent))
+        if above is not None
+        else _examples(root=root)
+    )
     contents = [(config, config_template()), (schema, check_schema()), *examples]
     written: list[Path] = []
     for path, text in contents:

@@ -486,3 +486,36 @@ def test_a_new_project_never_discovers_checks_in_eb_s_own_folders(tmp_path: Path
         (tmp_path / folder / "stray.yaml").write_text(stray)
     found = discover(config=resolve(tmp_path), inputs={})
     assert [Path(f.path).name for f in found.files] == ["example_cases.yaml", "example_check.yaml"]
+
+
+def test_init_below_a_project_s_root_refuses_and_nested_makes_one_without_examples(
+    tmp_path: Path,
+) -> None:
+    """`eb init` in a subfolder of a project made a project there, whose examples the outer
+    project's `eb run` then found twice (`Duplicate check id 'example_check'`)."""
+    outer = tmp_path.resolve() / "project"
+    inner = outer / "src" / "pkg"
+    inner.mkdir(parents=True)
+    assert eb_process(outer, "init").returncode == 0
+    refused = eb_process(inner, "init")
+    assert refused.returncode == 2
+    config = outer / ".eval-banana" / "config.toml"
+    assert refused.stderr.splitlines()[0] == (
+        f"Refusing to make a project in {inner}: it is inside the eb project at {outer} "
+        f"({config}), whose `eb run` would discover this one's checks too"
+    )
+    assert "pass --nested" in refused.stderr
+    assert list(inner.iterdir()) == []  # nothing written
+    # --force overwrites a config; it does not make a nested project.
+    assert eb_process(inner, "init", "--force").returncode == 2
+    assert eb_process(outer, "run").returncode == 0
+    nested = eb_process(inner, "init", "--nested")
+    assert nested.returncode == 0, nested.stderr
+    assert f"Wrote {inner / '.eval-banana' / 'config.toml'}" in nested.stdout.splitlines()
+    assert f"Left out {inner / 'eval_checks' / 'example_check.yaml'} (the project at {outer} " in (
+        nested.stdout
+    )
+    assert not (inner / "eval_checks").exists()
+    # The outer project still runs (no example found twice); the nested one is a project.
+    assert eb_process(outer, "run", "--cache", "off").returncode == 0
+    assert eb_process(inner, "init").stderr.startswith("Refusing to overwrite existing file")
