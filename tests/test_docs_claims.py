@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -333,3 +334,37 @@ def test_first_project_leaves_the_run_folders_to_the_gitignore_eb_init_writes(
     step = section(page="first-project.md", title="6. Read the report")
     assert "Add `.eval-banana/results/` to your `.gitignore`" not in step
     assert "`.eval-banana/.gitignore` that `eb init` wrote already\nignores `results/`" in step
+
+
+def test_what_the_index_and_the_help_say_eb_init_writes_is_what_it_writes(tmp_path: Path) -> None:
+    """docs/index.md said "one passing example check" and `eb --help` "an example check", while
+    eb init writes a check and a dataset family of three cases."""
+    done = eb("init", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    root = str(tmp_path.resolve()) + "/"
+    written = [line[len(f"Wrote {root}") :] for line in done.stdout.splitlines() if "Wrote" in line]
+    (row,) = [
+        line
+        for line in section(page="index.md", title="Commands at a glance").splitlines()
+        if line.startswith("| `eb init`")
+    ]
+    for path in written:
+        assert f"`{path}`" in row, f"docs/index.md's eb init row never names {path}"
+    # Each example by its kind: a family has cases, a check has none.
+    kinds = {
+        "an example dataset family" if "cases" in data else "an example check"
+        for data in (
+            yaml.safe_load((tmp_path / path).read_text(encoding="utf-8"))
+            for path in written
+            if path.startswith("eval_checks/")
+        )
+    }
+    assert kinds == {"an example check", "an example dataset family"}
+    init_help = eb("init", "--help", cwd=tmp_path).stdout.split("\n\n")[1]
+    listed = re.search(
+        r"^ {4}init +(.*?)\n {4}[a-z]", eb("--help", cwd=tmp_path).stdout, re.M | re.S
+    )
+    assert listed is not None
+    for text in (init_help, listed.group(1)):
+        for kind in kinds:
+            assert kind in " ".join(text.split()), text

@@ -12,7 +12,10 @@ from types import ModuleType
 
 # Subcommand -> (module, one-line help), in the order `eb --help` lists them.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "init": ("eval_banana.commands.init", "Write .eval-banana/config.toml and an example check."),
+    "init": (
+        "eval_banana.commands.init",
+        "Write .eval-banana/config.toml, an example check and an example dataset family.",
+    ),
     "run": ("eval_banana.commands.run", "Run the checks and write the reports."),
     "list": (
         "eval_banana.commands.listing",

@@ -1,4 +1,5 @@
-"""`eb init`: write .eval-banana/config.toml, the editor schema and a first passing check."""
+"""`eb init`: write .eval-banana/config.toml, the editor schema, a first passing check and a
+small dataset family."""
 
 from __future__ import annotations
 
