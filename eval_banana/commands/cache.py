@@ -105,6 +105,14 @@ def run(args: argparse.Namespace) -> int:
     from eval_banana.settings.folders import cache_dir
 
     config = common.settings_config(args)
+    if args.action == "push" or args.remote:
+        from eval_banana.stages.config import remote_endpoint_error
+
+        # Told where it was set, as a run tells it; a run with the cache off never asks the
+        # shared cache, so its config stage leaves the endpoint alone.
+        unusable = remote_endpoint_error(config=config)
+        if unusable is not None:
+            raise unusable
     folder = cache_dir(config=config)
     if args.action == "stats":
         return _stats(

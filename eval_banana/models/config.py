@@ -240,8 +240,9 @@ class CacheSettings(_Section):
     )
     remote_endpoint: str | None = Field(
         default=None,
-        description="The S3 endpoint URL of an s3:// remote that is not AWS (MinIO, Ceph, R2, "
-        "GCS); else AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL, else AWS.",
+        description="The S3 endpoint URL (http:// or https://, with a host) of an s3:// "
+        "remote that is not AWS (MinIO, Ceph, R2, GCS); else AWS_ENDPOINT_URL_S3 or "
+        "AWS_ENDPOINT_URL, else AWS.",
     )
     require_signature: bool = Field(
         default=False,

@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 
 from eval_banana.core.errors import ConfigError
 from eval_banana.core.secreturl import shown_url
+from eval_banana.core.words import given_value
 from eval_banana.remote.backend import RemoteBackend
 
 
@@ -47,6 +48,30 @@ def url_problem(*, url: str, source: str | None) -> ConfigError | None:
     return None
 
 
+# The reason an `[cache] remote_endpoint` is refused, after the setting's name, and its fix.
+ENDPOINT_REASON = "must be an http:// or https:// URL with a host"
+ENDPOINT_HINT = (
+    "write the S3 endpoint with its scheme, e.g. https://minio.internal:9000 (http:// for a "
+    "store without TLS), or unset it to use AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL or AWS"
+)
+
+
+def endpoint_problem(*, url: str, endpoint: str | None) -> str | None:
+    """`ENDPOINT_REASON` when the S3 client of the remote `url` could not take `endpoint`, or
+    None: only an s3:// remote uses an endpoint, and boto3 refuses anything but an http(s) URL
+    (`minio:9000`) with a traceback when the client is made."""
+    if not endpoint or _scheme(url) != "s3":
+        return None
+    try:
+        parts = urlsplit(endpoint)
+        parts.port  # noqa: B018 - a port that is no number raises here, as it would in boto3
+    except ValueError:
+        return ENDPOINT_REASON
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return ENDPOINT_REASON
+    return None
+
+
 def open_backend(
     *, url: str, endpoint: str | None, timeout: float, environ: Mapping[str, str], source: str
 ) -> RemoteBackend:
@@ -55,6 +80,16 @@ def open_backend(
     problem = url_problem(url=url, source=source)
     if problem is not None:
         raise problem
+    # The config stage refuses such an endpoint where it was set; an operation on a cache that
+    # is off (`eb cache push`) gets here without it.
+    reason = endpoint_problem(url=url, endpoint=endpoint)
+    if reason is not None:
+        raise ConfigError(
+            f"[cache] remote_endpoint {reason}, got {given_value(shown_url(endpoint or ''))}",
+            file=source,
+            field_path="cache.remote_endpoint",
+            hint=ENDPOINT_HINT,
+        )
     scheme = _scheme(url)
     if scheme == "s3":
         from eval_banana.remote.s3 import S3Backend

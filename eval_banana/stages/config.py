@@ -325,14 +325,64 @@ def _unusable_remote(
     cache = settings.cache
     if not cache.remote or cache.mode == "off" or cache.remote_mode == "off":
         return None  # never asked (the unused remote is a warning of its own)
-    from eval_banana.remote.opening import url_problem
+    from eval_banana.remote.opening import endpoint_problem, url_problem
 
     spec = SETTINGS_BY_NAME["cache.remote"]
     given = sources.get("cache.remote")
     source = {"cli": spec.flag, "env": spec.env}.get(given or "") or (
         str(path) if path is not None else None
     )
-    return url_problem(url=cache.remote, source=source)
+    problem = url_problem(url=cache.remote, source=source)
+    if problem is not None:
+        return problem
+    reason = endpoint_problem(url=cache.remote, endpoint=cache.remote_endpoint)
+    if reason is None:
+        return None
+    return _endpoint_error(
+        reason=reason, endpoint=cache.remote_endpoint or "", sources=sources, path=path
+    )
+
+
+def remote_endpoint_error(*, config: ConfigDoc) -> ConfigError | None:
+    """The `_endpoint_error` of a command that opens the shared cache whatever `[cache] mode`
+    says (`eb cache push`, `--remote`), which the config stage left alone while the cache is
+    off; None when the endpoint is usable or not used."""
+    cache = config.settings.cache
+    if not cache.remote:
+        return None
+    from eval_banana.remote.opening import endpoint_problem
+
+    reason = endpoint_problem(url=cache.remote, endpoint=cache.remote_endpoint)
+    if reason is None:
+        return None
+    path = Path(config.config_file) if config.config_file is not None else None
+    return _endpoint_error(
+        reason=reason, endpoint=cache.remote_endpoint or "", sources=config.sources, path=path
+    )
+
+
+def _endpoint_error(
+    *, reason: str, endpoint: str, sources: Mapping[str, SettingSource], path: Path | None
+) -> ConfigError:
+    """An `[cache] remote_endpoint` the S3 client cannot take, told as a value of its kind is
+    told where it was set: the variable's name, or the key and the config file."""
+    from eval_banana.core.secreturl import shown_url
+    from eval_banana.remote.opening import ENDPOINT_HINT
+
+    spec = SETTINGS_BY_NAME["cache.remote_endpoint"]
+    shown = shown_url(endpoint)
+    if sources.get(spec.name) == "env" and spec.env is not None:
+        return ConfigError(
+            f"{spec.env} {reason}, got {given_value(shown)}",
+            field_path=spec.name,
+            hint=ENDPOINT_HINT,
+        )
+    return ConfigError(
+        f"{spec.label} {reason}, got {show(shown)} (in {path})",
+        file=str(path) if path is not None else None,
+        field_path=spec.name,
+        hint=ENDPOINT_HINT,
+    )
 
 
 def config_warning_lines(*, config: ConfigDoc) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -33,6 +34,7 @@ from eval_banana.settings.table import (
 from eval_banana.stagefiles.read import read_stage
 from eval_banana.stages.config import resolve_config, write_config_stage
 from tests.conftest import EbResult
+from tests.processes import REPO, eb_process
 
 # --- helpers -----------------------------------------------------------------------------------
 
@@ -1184,3 +1186,61 @@ def test_repeatable_flags_collect_in_order() -> None:
 
 def test_unknown_cli_setting_is_refused(tmp_path: Path) -> None:
     assert "core.nope" in config_error(tmp_path, cli={"core.nope": 1}).message
+
+
+def test_an_s3_endpoint_that_is_no_http_url_is_a_setting_error_where_it_is_used(
+    tmp_path: Path,
+) -> None:
+    """`EVAL_BANANA_CACHE_REMOTE_ENDPOINT=minio.internal:9000` was taken as it was, and boto3
+    refused it with a traceback when the run opened the shared cache."""
+    root = tmp_path / "project"
+    (root / "eval_checks").mkdir(parents=True)
+    (root / "eval_checks" / "ok.yaml").write_text(
+        "schema_version: 1\nid: ok\ntype: deterministic\ndescription: d\nscript: pass\n"
+    )
+    config = root / ".eval-banana" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('[cache]\nmode = "on"\n')
+    base = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("EVAL_BANANA_", "AWS_"))},
+        "PYTHONPATH": str(REPO),
+        "AWS_ACCESS_KEY_ID": "x",
+        "AWS_SECRET_ACCESS_KEY": "y",
+        "AWS_REGION": "us-east-1",
+        "EVAL_BANANA_CACHE_REMOTE": "s3://ci/eb",
+    }
+    told = "must be an http:// or https:// URL with a host, got"
+    bad = {**base, "EVAL_BANANA_CACHE_REMOTE_ENDPOINT": "minio.internal:9000"}
+    done = eb_process(root, "run", env=bad)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines()[0] == (
+        f"EVAL_BANANA_CACHE_REMOTE_ENDPOINT {told} 'minio.internal:9000'"
+    )
+    assert "https://minio.internal:9000" in done.stderr.splitlines()[1]  # the fix
+    assert "Traceback" not in done.stderr
+    assert not (root / ".eval-banana" / "results").exists()  # nothing ran
+    # `eb cache push` opens the shared cache with the verdict cache off too.
+    pushed = eb_process(root, "cache", "push", env={**bad, "EVAL_BANANA_CACHE_MODE": "off"})
+    assert pushed.returncode == 2 and pushed.stderr.startswith(
+        f"EVAL_BANANA_CACHE_REMOTE_ENDPOINT {told}"
+    ), pushed.stderr
+    # In the config file: the key, the file and its line.
+    config.write_text('[cache]\nmode = "on"\nremote_endpoint = "ftp://minio"\n')
+    validated = eb_process(root, "validate", "--json", env=base)
+    assert validated.returncode == 2
+    (error,) = json.loads(validated.stdout)["errors"]
+    assert error["message"] == f'cache.remote_endpoint {told} "ftp://minio" (in {config})'
+    assert (error["file"], error["field_path"], error["line"]) == (
+        str(config),
+        "cache.remote_endpoint",
+        3,
+    )
+    # Where no s3:// remote asks for it, the endpoint matters to nothing.
+    for unused in (
+        {**base, "EVAL_BANANA_CACHE_REMOTE": str(tmp_path / "shared")},  # a folder remote
+        {**base, "EVAL_BANANA_CACHE_MODE": "off"},  # the cache is off
+        {**base, "EVAL_BANANA_CACHE_REMOTE_MODE": "off"},
+    ):
+        assert eb_process(root, "validate", env=unused).returncode == 0
+    config.write_text('[cache]\nmode = "on"\nremote_endpoint = "https://minio.internal:9000"\n')
+    assert eb_process(root, "validate", env=base).returncode == 0
