@@ -22,6 +22,7 @@ from eval_banana.cache.store import CacheStore
 from eval_banana.core.errors import CacheOperationError
 from eval_banana.core.files import sha256_bytes
 from eval_banana.core.readback import loads_json
+from eval_banana.core.secreturl import shown_url
 from eval_banana.models.cacheops import DamagedBlob, RemoteTierStats
 from eval_banana.models.config import CacheSettings
 from eval_banana.remote.backend import (
@@ -51,13 +52,23 @@ def open_remote(
             hint="set [cache] remote in .eval-banana/config.toml, --cache-remote or "
             "EVAL_BANANA_CACHE_REMOTE",
         )
-    backend = open_backend(
-        url=settings.remote,
-        endpoint=settings.remote_endpoint,
-        timeout=float(settings.remote_timeout_seconds),
-        environ=environ,
-        source=source,
-    )
+    try:
+        backend = open_backend(
+            url=settings.remote,
+            endpoint=settings.remote_endpoint,
+            timeout=float(settings.remote_timeout_seconds),
+            environ=environ,
+            source=source,
+        )
+    except RemoteError as exc:  # what its library refuses before any request (boto3's)
+        raise CacheOperationError(
+            f"The shared cache {shown_url(settings.remote)} cannot be used: {exc}",
+            file=source,
+            field_path="cache.remote",
+            hint="an s3:// remote takes its endpoint from [cache] remote_endpoint (else "
+            "AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL), its region and profile from the AWS_* "
+            "variables: correct the one named",
+        ) from None
     return GuardedRemote(backend=backend, concurrency=settings.remote_concurrency)
 
 

@@ -16,13 +16,59 @@ def _scheme(url: str) -> str:
     return url.split("://", 1)[0].lower() if "://" in url else ""
 
 
+def _from(source: str | None) -> str:
+    """Where the URL was given, as a message says it: the flag, the variable or the file."""
+    return f" (from {source})" if source else ""
+
+
+def _unreadable(*, url: str, scheme: str, source: str | None) -> ConfigError | None:
+    """Why no request could ever be made with a URL of a scheme eb knows: a host part that
+    cannot be split (an IPv6 address missing a bracket, characters no host name holds) or an
+    HTTP port that is no port. Told here, as a setup error, rather than as the ValueError the
+    backend's own split would raise once the run opened the remote (its run folder made)."""
+    if scheme not in ("file", "s3", "http", "https"):
+        return None  # a folder path, or a scheme refused below
+    shown = shown_url(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return ConfigError(
+            f"[cache] remote {shown!r}{_from(source)} has a host part eb cannot read",
+            file=source,
+            field_path="cache.remote",
+            hint="write the host as a name (cache.internal) or an address (10.0.0.5, "
+            "[::1] with both brackets), then :port if any: http(s)://host:port/prefix",
+        )
+    if scheme not in ("http", "https"):
+        return None  # S3 takes its host from the endpoint; a file:// host is checked below
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0  # not a number, or one past 65535
+    if port is not None and not 1 <= port <= 65535:
+        written = parts.netloc.rpartition("@")[2].rpartition("]")[2].partition(":")[2]
+        return ConfigError(
+            f"[cache] remote {shown!r}{_from(source)} names the port {written!r}: a port is "
+            "a number from 1 to 65535",
+            file=source,
+            field_path="cache.remote",
+            hint="write it so (http(s)://host:8080/prefix), or leave it out for the scheme's "
+            "own (80, 443)",
+        )
+    return None
+
+
 def url_problem(*, url: str, source: str | None) -> ConfigError | None:
-    """Why eb cannot use a `[cache] remote` URL as written (an unknown scheme, a file:// URL
-    of another host, an s3:// URL without its optional package), or None. Told when the
+    """Why eb cannot use a `[cache] remote` URL as written (a host or port that cannot be
+    read, an unknown scheme, a file:// URL of another host, an s3:// URL without its optional
+    package), or None. Told when the
     config is read, before anything runs: a replayed run never opens the remote, and a setup
     error must not come and go with what the cache holds."""
     scheme = _scheme(url)
     shown = shown_url(url)
+    unreadable = _unreadable(url=url, scheme=scheme, source=source)
+    if unreadable is not None:
+        return unreadable
     if scheme == "file" and urlsplit(url).netloc.lower() not in ("", "localhost"):
         return ConfigError(
             f"[cache] remote {shown!r} names another host, which a file:// URL cannot reach",

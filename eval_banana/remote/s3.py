@@ -56,6 +56,7 @@ class S3Backend(WholeObjects, WholeWrites):
     ) -> S3Backend:
         import boto3
         from botocore.config import Config
+        from botocore.exceptions import BotoCoreError
 
         parts = urlsplit(url)
         if not parts.netloc:
@@ -70,14 +71,19 @@ class S3Backend(WholeObjects, WholeWrites):
         )
         # The run's environment first (eb may be given another than its own), then boto3's
         # own sources (config files, instance roles).
-        session = boto3.session.Session(
-            aws_access_key_id=environ.get("AWS_ACCESS_KEY_ID") or None,
-            aws_secret_access_key=environ.get("AWS_SECRET_ACCESS_KEY") or None,
-            aws_session_token=environ.get("AWS_SESSION_TOKEN") or None,
-            region_name=environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or None,
-            profile_name=environ.get("AWS_PROFILE") or None,
-        )
-        client = session.client("s3", endpoint_url=endpoint or None, config=config)
+        try:
+            session = boto3.session.Session(
+                aws_access_key_id=environ.get("AWS_ACCESS_KEY_ID") or None,
+                aws_secret_access_key=environ.get("AWS_SECRET_ACCESS_KEY") or None,
+                aws_session_token=environ.get("AWS_SESSION_TOKEN") or None,
+                region_name=environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or None,
+                profile_name=environ.get("AWS_PROFILE") or None,
+            )
+            client = session.client("s3", endpoint_url=endpoint or None, config=config)
+        except (ValueError, BotoCoreError) as exc:
+            # What botocore refuses before any request: an endpoint that is no URL
+            # (`minio:9000`), a region it cannot read, a profile no config file holds.
+            raise RemoteError(f"boto3 cannot set up its S3 client: {exc}") from None
         return cls(client=client, bucket=parts.netloc, prefix=parts.path, url=url, timeout=timeout)
 
     def _count_request(self, **_: Any) -> None:

@@ -55,7 +55,12 @@ def remote_folder(*, config: ConfigDoc) -> Path | None:
     if not remote:
         return None
     if "://" in remote:
-        parts = urlsplit(remote)
+        try:
+            parts = urlsplit(remote)
+        except ValueError:
+            # A host part that cannot be read (`file://[::1/x`): no folder of this machine.
+            # The remote refuses it as a setup error whenever it would be used.
+            return None
         if parts.scheme.lower() != "file" or parts.netloc not in ("", "localhost"):
             return None
         return Path(unquote(parts.path))
