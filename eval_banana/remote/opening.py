@@ -21,37 +21,74 @@ def _from(source: str | None) -> str:
     return f" (from {source})" if source else ""
 
 
-def _unreadable(*, url: str, scheme: str, source: str | None) -> ConfigError | None:
+def _refused(*, url: str, source: str | None, told: str, hint: str) -> ConfigError:
+    """The setup error of a `[cache] remote` URL: the URL (its secrets masked) and where it
+    was given, then what is wrong with it."""
+    return ConfigError(
+        f"[cache] remote {shown_url(url)!r}{_from(source)} {told}",
+        file=source,
+        field_path="cache.remote",
+        hint=hint,
+    )
+
+
+# Said of a URL that names no host, bucket or folder: most often a CI variable left empty.
+_EMPTY = "; a CI variable or secret the URL is made of may be empty"
+
+
+def _location_problem(*, url: str, scheme: str, source: str | None) -> ConfigError | None:
     """Why no request could ever be made with a URL of a scheme eb knows: a host part that
-    cannot be split (an IPv6 address missing a bracket, characters no host name holds) or an
-    HTTP port that is no port. Told here, as a setup error, rather than as the ValueError the
-    backend's own split would raise once the run opened the remote (its run folder made)."""
+    cannot be split (an IPv6 address missing a bracket, characters no host name holds), an
+    s3:// URL naming no bucket, a file:// URL naming no folder (it would be the current
+    one), an HTTP(S) URL naming no host or a port that is no port. Told here, as a setup
+    error, rather than by the backend once the run has opened the remote (its run folder
+    made): a crash there, or a warning few read while the job runs without sharing (an empty
+    CI variable in `s3://${BUCKET}/eb`)."""
     if scheme not in ("file", "s3", "http", "https"):
         return None  # a folder path, or a scheme refused below
-    shown = shown_url(url)
     try:
         parts = urlsplit(url)
     except ValueError:
-        return ConfigError(
-            f"[cache] remote {shown!r}{_from(source)} has a host part eb cannot read",
-            file=source,
-            field_path="cache.remote",
+        return _refused(
+            url=url,
+            source=source,
+            told="has a host part eb cannot read",
             hint="write the host as a name (cache.internal) or an address (10.0.0.5, "
             "[::1] with both brackets), then :port if any: http(s)://host:port/prefix",
         )
+    if scheme == "s3" and not parts.netloc:
+        return _refused(
+            url=url,
+            source=source,
+            told="names no bucket",
+            hint=f"write s3://bucket/prefix{_EMPTY}",
+        )
+    if scheme == "file" and not parts.path:
+        return _refused(
+            url=url,
+            source=source,
+            told="names no folder",
+            hint=f"write file:///path/to/folder (or the path alone){_EMPTY}",
+        )
     if scheme not in ("http", "https"):
         return None  # S3 takes its host from the endpoint; a file:// host is checked below
+    if not parts.hostname:
+        return _refused(
+            url=url,
+            source=source,
+            told="names no host",
+            hint=f"write http(s)://host/prefix (or host:port){_EMPTY}",
+        )
     try:
         port = parts.port
     except ValueError:
         port = 0  # not a number, or one past 65535
     if port is not None and not 1 <= port <= 65535:
         written = parts.netloc.rpartition("@")[2].rpartition("]")[2].partition(":")[2]
-        return ConfigError(
-            f"[cache] remote {shown!r}{_from(source)} names the port {written!r}: a port is "
-            "a number from 1 to 65535",
-            file=source,
-            field_path="cache.remote",
+        return _refused(
+            url=url,
+            source=source,
+            told=f"names the port {written!r}: a port is a number from 1 to 65535",
             hint="write it so (http(s)://host:8080/prefix), or leave it out for the scheme's "
             "own (80, 443)",
         )
@@ -59,16 +96,16 @@ def _unreadable(*, url: str, scheme: str, source: str | None) -> ConfigError | N
 
 
 def url_problem(*, url: str, source: str | None) -> ConfigError | None:
-    """Why eb cannot use a `[cache] remote` URL as written (a host or port that cannot be
-    read, an unknown scheme, a file:// URL of another host, an s3:// URL without its optional
-    package), or None. Told when the
-    config is read, before anything runs: a replayed run never opens the remote, and a setup
-    error must not come and go with what the cache holds."""
+    """Why eb cannot use a `[cache] remote` URL as written (no host, bucket or folder, a
+    host or port that cannot be read, an unknown scheme, a file:// URL of another host, an
+    s3:// URL without its optional package), or None. Told when the config is read, before
+    anything runs: a replayed run never opens the remote, and a setup error must not come and
+    go with what the cache holds."""
     scheme = _scheme(url)
     shown = shown_url(url)
-    unreadable = _unreadable(url=url, scheme=scheme, source=source)
-    if unreadable is not None:
-        return unreadable
+    location = _location_problem(url=url, scheme=scheme, source=source)
+    if location is not None:
+        return location
     if scheme == "file" and urlsplit(url).netloc.lower() not in ("", "localhost"):
         return ConfigError(
             f"[cache] remote {shown!r} names another host, which a file:// URL cannot reach",

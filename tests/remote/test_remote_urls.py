@@ -76,6 +76,33 @@ def test_a_remote_url_whose_host_or_port_cannot_be_read_is_a_setup_error(
     assert not (root / "results").exists()  # refused before any run folder was made
 
 
+@pytest.mark.parametrize(
+    ("url", "told"),
+    [
+        ("s3://", "names no bucket"),
+        ("s3:///eb", "names no bucket"),  # `s3://${BUCKET}/eb` with the variable empty
+        ("https://", "names no host"),
+        ("http://ci:pw-of-ci@/eb", "names no host"),
+        ("file://", "names no folder"),  # would be the current folder
+    ],
+)
+def test_a_remote_url_that_names_no_bucket_host_or_folder_is_a_setup_error(
+    project: Callable[..., Path], url: str, told: str
+) -> None:
+    # It used to be a warning when the run opened the remote, and the run went on unshared;
+    # eb validate said nothing.
+    root = _project(project)
+    environ = _environ(EVAL_BANANA_CACHE_REMOTE=url)
+    for command in (("validate",), ("run",)):
+        done = eb_process(root, *command, env=environ)
+        assert done.returncode == 2, (command, done.stdout + done.stderr)
+        assert f"(from EVAL_BANANA_CACHE_REMOTE) {told}\nhint: write " in done.stderr
+        assert "may be empty" in done.stderr
+        assert "pw-of-ci" not in done.stderr
+    assert not (root / "results").exists()
+    assert not (root / "ac").exists()
+
+
 def test_a_remote_url_that_cannot_be_read_is_no_folder_while_the_cache_is_off(
     project: Callable[..., Path],
 ) -> None:
