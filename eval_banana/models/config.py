@@ -192,7 +192,8 @@ class ExecutionSettings(_Section):
         default_factory=list,
         description="More variables whose values are replaced by *** in everything eb writes "
         "or prints (names or shell-style patterns), beside the credential-like names "
-        "(*_KEY, *_TOKEN, *_SECRET, *_PASSWORD, *_CREDENTIALS) that always are.",
+        "(*_KEY, *_TOKEN, *_SECRET, *_PASSWORD, *_CREDENTIALS, *_ACCESS_KEY_ID) that "
+        "always are.",
     )
     isolation: Literal["off", "detect", "copy"] = Field(
         default="off",

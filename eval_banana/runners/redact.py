@@ -3,11 +3,11 @@
 A check or a judge can print its environment; under the default `inherit` policy that puts API
 keys into stdout files, results, every report and the console. The values of variables whose
 names look like credentials (`*_KEY`, `*_TOKEN`, `*_SECRET`, `*_PASSWORD`, `*_CREDENTIALS`,
-and any named in `[execution] redact`), and every value the agent's `provider_env` reads from
-the environment (`run_redactor`: one set per run) are replaced by `***` in each result before it is
-written, and in the check's output files after it ends (rewritten, streaming, only when they
-hold such a value). Values shorter than MIN_CHARS are left alone: short values such as `1` or
-`true` would turn up everywhere.
+`*_ACCESS_KEY_ID`, and any named in `[execution] redact`), and every value the agent's
+`provider_env` reads from the environment (`run_redactor`: one set per run) are replaced by
+`***` in each result before it is written, and in the check's output files after it ends
+(rewritten, streaming, only when they hold such a value). Values shorter than MIN_CHARS are
+left alone: short values such as `1` or `true` would turn up everywhere.
 """
 
 from __future__ import annotations
@@ -29,7 +29,18 @@ from eval_banana.settings.envpolicy import SECRET_NAMES
 from eval_banana.settings.table import variable_of
 
 REMOTE_VARIABLE = variable_of("cache.remote")
-CREDENTIAL_SUFFIXES: tuple[str, ...] = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_CREDENTIALS")
+# `_ACCESS_KEY_ID`: the other half of an access key pair (AWS_ACCESS_KEY_ID, which an S3
+# remote's checks receive, and the like of S3-compatible stores): not a secret by itself, but
+# it names the account, and printed by a check it would travel in the shared cache's entries
+# to every runner that reads them, a fork's pull request too.
+CREDENTIAL_SUFFIXES: tuple[str, ...] = (
+    "_KEY",
+    "_TOKEN",
+    "_SECRET",
+    "_PASSWORD",
+    "_CREDENTIALS",
+    "_ACCESS_KEY_ID",
+)
 MIN_CHARS = 6
 # eb's own settings and markers are not secrets (EVAL_BANANA_CHECK_TOKEN ends in _TOKEN).
 _OWN_PREFIX = "EVAL_BANANA_"

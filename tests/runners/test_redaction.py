@@ -148,6 +148,9 @@ def test_a_comma_separated_env_allow_flag_lets_each_name_through(tmp_path: Path)
         ("aws_secret", True),
         ("DB_PASSWORD", True),
         ("GOOGLE_APPLICATION_CREDENTIALS", True),
+        ("AWS_ACCESS_KEY_ID", True),  # what an S3 remote's checks receive
+        ("R2_ACCESS_KEY_ID", True),
+        ("AWS_REGION", False),
         ("KEYBOARD", False),
         ("PATH", False),
         ("EVAL_BANANA_CHECK_TOKEN", False),
