@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import subprocess
@@ -19,9 +20,9 @@ import pytest
 from eval_banana.cache.store import CacheStore
 from eval_banana.core.words import size_text
 from eval_banana.isolation.state import checks_running
-from tests.cache.rig import Project, judge
+from tests.cache.rig import Project, cache_of, judge, script_check
 from tests.remote_servers import BUCKET, gate, moto_s3
-from tests.test_shared_cache import KEY, LONG, _isolated, _remote, run, runners
+from tests.test_shared_cache import KEY, LONG, _isolated, _remote, fresh_runner, run, runners
 
 # The shared-cache suite (`pytest -m remote`, which .ci/run runs): real S3, WebDAV and HTTP
 # servers on 127.0.0.1, left out of the README's command to keep it under ten minutes.
@@ -100,6 +101,88 @@ def test_push_without_the_key_refuses_when_signatures_are_required(
     result = cache(first, "push", "--cache-remote", str(shared), expect=2)
     assert "EVAL_BANANA_CACHE_SIGNING_KEY is not set" in result.stderr
     assert not shared.exists()
+
+
+def _forged_into_a_pass(shared: Path, *, check_id: str) -> None:
+    """Someone who may write an unsigned shared folder edits a failing verdict into a pass,
+    coherently (the entry and the result text it carries inline): nothing unsigned tells."""
+    passed = {"status": "passed", "score": 1, "observed_status": "passed", "reason": None}
+    for path in files(shared, "ac"):
+        document = json.loads(path.read_bytes())
+        entry = document["entry"]
+        if entry["check_id"] != check_id:
+            continue
+        entry["result"].update(passed, exit_code=0)
+        stored = entry["result_file"]
+        text = json.loads(base64.b64decode(document["inline"].pop(stored["sha256"])))
+        data = json.dumps({**text, **passed, "exit_code": 0}, indent=2).encode()
+        stored.update(sha256="sha256:" + hashlib.sha256(data).hexdigest(), size=len(data))
+        document["inline"][stored["sha256"]] = base64.b64encode(data).decode()
+        path.write_text(json.dumps(document))
+
+
+def _statuses(project: Project) -> dict[str, tuple[str, bool]]:
+    report = json.loads(project.last.stdout)
+    return {c["check_id"]: (c["status"], bool(cache_of(c).get("hit"))) for c in report["checks"]}
+
+
+def test_push_signs_only_verdicts_judged_here_or_verified_under_its_key(
+    tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A keyless runner reused a forged pass from an unsigned shared cache (as good as its
+    writers, as documented); pushing later with the CI key it signed that pass, and a runner
+    requiring signatures reused it: a check that always exits 1 passed. Push now signs only
+    what this machine judged or verified under the same key, and says how many it did not."""
+    checks = {
+        "gate": script_check("gate", script="import sys\nsys.exit(1)\n", inputs=[]),
+        "fine": script_check("fine", script="print('fine')\n", inputs=[]),
+    }
+    writer, reader = runners(tmp_path=tmp_path, eb=eb, checks=checks)
+    unsigned, signed, other = tmp_path / "open", tmp_path / "signed", tmp_path / "other"
+    run(writer, str(unsigned), expect_exit=1)
+    _forged_into_a_pass(unsigned, check_id="gate")
+    counts, _ = run(reader, str(unsigned), "--check-id", "gate")
+    assert counts["remote_hits"] == 1  # reused: an unsigned cache cannot tell
+    reader.run("--check-id", "fine")  # judged on this machine, kept locally only
+
+    monkeypatch.setenv("EVAL_BANANA_CACHE_SIGNING_KEY", KEY)
+    pushed = cache(reader, "push", "--cache-remote", str(signed))
+    assert "1 entry stored, 0 already there" in pushed.stdout
+    assert "1 not signed (fetched from a shared cache without a check under this" in pushed.stdout
+    assert len(files(signed, "ac")) == 1
+
+    monkeypatch.setenv("EVAL_BANANA_CACHE_REQUIRE_SIGNATURE", "true")
+    main = fresh_runner(of=writer, root=tmp_path / "main")
+    run(main, str(signed), expect_exit=1)
+    assert _statuses(main) == {"gate": ("failed", False), "fine": ("passed", True)}
+
+    # What main fetched was verified under KEY: pushed with KEY it is signed again, with
+    # another key it is not; what main judged is signed under either.
+    pushed = cache(main, "push", "--cache-remote", str(tmp_path / "again"))
+    assert "2 entries stored" in pushed.stdout and "not signed" not in pushed.stdout
+    monkeypatch.setenv("EVAL_BANANA_CACHE_SIGNING_KEY", "another-ci-key")
+    pushed = cache(main, "push", "--cache-remote", str(other))
+    assert "1 entry stored" in pushed.stdout and "1 not signed" in pushed.stdout
+
+
+def test_push_does_not_sign_an_entry_that_does_not_say_where_it_came_from(
+    tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An entry an older eb stored records no origin: it may have been fetched unchecked, so
+    a push with a key leaves it out (fail closed); without a key it travels unsigned as ever."""
+    first, _ = runners(tmp_path=tmp_path, eb=eb, checks={"j": judge("j")})
+    first.run()
+    (path,) = first.entries()
+    document = json.loads(path.read_text())
+    assert document["origin"] == {"by": "judged"}
+    del document["origin"]
+    first.rewrite(path, document)
+    monkeypatch.setenv("EVAL_BANANA_CACHE_SIGNING_KEY", KEY)
+    pushed = cache(first, "push", "--cache-remote", str(tmp_path / "signed"))
+    assert "0 entries stored" in pushed.stdout and "1 not signed" in pushed.stdout
+    monkeypatch.delenv("EVAL_BANANA_CACHE_SIGNING_KEY")
+    pushed = cache(first, "push", "--cache-remote", str(tmp_path / "unsigned"))
+    assert "1 entry stored" in pushed.stdout and "not signed" not in pushed.stdout
 
 
 def test_prune_local_by_age_then_by_size_keeps_the_secret_and_the_lock(

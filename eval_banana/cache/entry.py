@@ -63,6 +63,24 @@ class CachedResultFile(Record):
     )
 
 
+class CachedOrigin(Record):
+    """Where a stored verdict came from: what `eb cache push` may sign with a signing key."""
+
+    model_config = {"extra": "forbid"}
+
+    by: Literal["judged", "fetched"] = Field(
+        description="judged: a run on this machine ran the check; fetched: a run kept it from "
+        "the shared cache."
+    )
+    verified_with: str | None = Field(
+        default=None,
+        pattern=MAC_PATTERN,
+        description="A fetched verdict whose signature held: HMAC-SHA-256 of its key under the "
+        "EVAL_BANANA_CACHE_SIGNING_KEY that checked it (the key itself is never stored). "
+        "Absent: fetched without a signature check, which no push signs.",
+    )
+
+
 class CachedResult(Record):
     """The parts of a check result that a reuse restores; identity comes from the plan."""
 
@@ -112,6 +130,12 @@ class CacheEntry(Record):
         description="checks/<stem>.json exactly as a reuse of this verdict writes it, as a "
         "blob: a reuse links it instead of creating a file when its own text is that text.",
     )
+    origin: CachedOrigin | None = Field(
+        default=None,
+        description="Judged here, or fetched from the shared cache (and whether its signature "
+        "was checked). Absent in entries older eb stored: `eb cache push` with a signing key "
+        "counts them as unverified and does not sign them. Never travels to the shared cache.",
+    )
 
 
 _TOP_KEYS = frozenset(spec.alias or name for name, spec in CacheEntry.model_fields.items())
@@ -141,6 +165,7 @@ _FILE_KEYS = frozenset({"name", "sha256", "size"})
 _RESULT_FILE_KEYS = frozenset({"sha256", "size"})
 _RESULT_FILE_OPTIONAL = frozenset({"source_path", "layout"})
 _RESULT_FILE_ALLOWED = _RESULT_FILE_KEYS | _RESULT_FILE_OPTIONAL
+_ORIGIN_KEYS = frozenset(CachedOrigin.model_fields)
 
 
 def _stored_problem(item: object, *, what: str, named: bool) -> str | None:
@@ -194,6 +219,17 @@ def _result_problem(result: object) -> str | None:
     return None
 
 
+def _origin_problem(origin: object) -> str | None:
+    if type(origin) is not dict or "by" not in origin or not origin.keys() <= _ORIGIN_KEYS:
+        return "origin is not {by, verified_with}"
+    if origin["by"] not in ("judged", "fetched") or not _text(origin["by"]):
+        return "origin.by is not judged or fetched"
+    verified = origin.get("verified_with")
+    if verified is not None and not (_text(verified) and MAC_RE.fullmatch(verified)):
+        return "origin.verified_with is not an hmac-sha256 digest"
+    return None
+
+
 def entry_problem(document: object) -> str | None:
     """Why `document` is not a valid cache entry (the published schema's rules), or None."""
     if type(document) is not dict:
@@ -234,7 +270,11 @@ def entry_problem(document: object) -> str | None:
         if found is not None:
             return found
     if document.get("result_file") is not None:
-        return _stored_problem(document["result_file"], what="result_file", named=False)
+        found = _stored_problem(document["result_file"], what="result_file", named=False)
+        if found is not None:
+            return found
+    if document.get("origin") is not None:
+        return _origin_problem(document["origin"])
     return None
 
 
@@ -256,8 +296,9 @@ class RemoteCacheEntry(Record):
     key_version: Literal[1] = 1
     tool_version: str = Field(description="The eb that stored it.")
     entry: dict[str, Any] = Field(
-        description="The verdict entry (cache-entry.schema.json) without its `mac`: the local "
-        "MAC is keyed by one machine's secret and never travels."
+        description="The verdict entry (cache-entry.schema.json) without its `mac` and "
+        "`origin`: the local MAC is keyed by one machine's secret, and where a verdict came "
+        "from is what that machine knows of it; neither travels."
     )
     inline: dict[str, str] = Field(
         default_factory=dict,

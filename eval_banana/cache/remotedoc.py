@@ -1,7 +1,8 @@
 """An entry as it travels to and from the shared cache: the remote document (docs/shared-cache.md).
 
 A remote document is the local entry without its MAC (that MAC is keyed by the local secret,
-which never leaves the machine), its small stored files inline, signed with
+which never leaves the machine) and without its origin (a fact of this machine: the runner that
+fetches it records its own), its small stored files inline, signed with
 EVAL_BANANA_CACHE_SIGNING_KEY when the run has it:
 
     {"signature": "hmac-sha256:<hex>", "$schema": ..., "kind": "eval-banana/remote-cache-entry",
@@ -29,6 +30,8 @@ REMOTE_ENTRY_SCHEMA = f"{SCHEMA_BASE}remote-cache-entry.schema.json"
 # Files up to this size travel inside their entry: a cached judge is then one request.
 INLINE_MAX = 16 * 1024
 _PLACEHOLDER_MAC = "hmac-sha256:" + "0" * 64
+# Members of a local entry that stay on the machine.
+_LOCAL_ONLY = frozenset({"mac", "origin"})
 
 
 def remote_text(*, key: str, entry: Mapping[str, Any], inline: Mapping[str, str]) -> bytes:
@@ -40,7 +43,7 @@ def remote_text(*, key: str, entry: Mapping[str, Any], inline: Mapping[str, str]
         "key": key,
         "key_version": 1,
         "tool_version": tool_version(),
-        "entry": {name: value for name, value in entry.items() if name != "mac"},
+        "entry": {name: value for name, value in entry.items() if name not in _LOCAL_ONLY},
         "inline": dict(inline),
     }
     return json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8") + b"\n"
@@ -66,7 +69,7 @@ def parsed(
     if document.get("key_version") != 1 or document.get("key") != key:
         return "belongs to another key (a foreign entry)", {}, {}
     entry = document.get("entry")
-    if type(entry) is not dict or "mac" in entry:
+    if type(entry) is not dict or not entry.keys().isdisjoint(_LOCAL_ONLY):
         return "holds no entry", {}, {}
     problem = entry_problem({"mac": _PLACEHOLDER_MAC, **entry})
     if problem is not None:

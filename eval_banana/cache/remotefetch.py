@@ -17,7 +17,12 @@ from eval_banana.cache.store import CacheStore
 from eval_banana.core.turns import alone
 from eval_banana.remote.backend import RemoteError, SinkRefused
 from eval_banana.remote.guarded import RemoteInterrupted
-from eval_banana.remote.signing import keyless_but_required, opened, signature_problem
+from eval_banana.remote.signing import (
+    keyless_but_required,
+    opened,
+    signature_problem,
+    verified_mark,
+)
 
 
 class TierFetching(TierState):
@@ -74,6 +79,7 @@ class TierFetching(TierState):
         if found is None:
             return
         entry, inline = found
+        entry = {**entry, "origin": self._fetched_origin(key=key)}
         try:
             problem = keep_files(store=into, remote=self.remote, entry=entry, inline=inline)
             if problem is None:
@@ -99,6 +105,17 @@ class TierFetching(TierState):
             self.fetched.add(key)
             if into is not self.store:
                 self.held.entries[key] = entry
+
+    def _fetched_origin(self, *, key: str) -> dict[str, str]:
+        """What the local entry records of where its verdict came from: a run with a key
+        checked its signature under that key (`_entry`); one without checked none, and a push
+        never signs what it kept (cache/remotestore.py)."""
+        if self._signing_key is None:
+            return {"by": "fetched"}
+        return {
+            "by": "fetched",
+            "verified_with": verified_mark(key=self._signing_key, entry_key=key),
+        }
 
     def _entry(
         self, *, data: bytes, key: str, check_id: str, where: str

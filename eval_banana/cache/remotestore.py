@@ -1,9 +1,15 @@
 """Storing verdicts in the shared tier: a run's new verdicts once its checks end, and the local
-entries `eb cache push` sends; only an entry whose local MAC holds travels, without that MAC."""
+entries `eb cache push` sends; only an entry whose local MAC holds travels, without that MAC.
+
+Signed with EVAL_BANANA_CACHE_SIGNING_KEY, an entry vouches for its verdict to every runner
+holding the key, so only a verdict this machine judged, or fetched and verified under that same
+key, is signed: one fetched unchecked (a keyless run reading an unsigned cache, whose writers
+anyone may be) is not, nor one an older eb stored, which does not record where it came from."""
 
 from __future__ import annotations
 
 import base64
+import hmac
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple
@@ -17,9 +23,9 @@ from eval_banana.cache.remotenotes import HINT_UPLOADS
 from eval_banana.cache.remotestate import TierState
 from eval_banana.core.words import plural
 from eval_banana.remote.backend import RemoteError, SinkRefused
-from eval_banana.remote.signing import SIGNING_KEY_VARIABLE, sealed
+from eval_banana.remote.signing import SIGNING_KEY_VARIABLE, sealed, verified_mark
 
-PushOutcome = Literal["stored", "present", "unusable", "failed", "guarded", "stopped"]
+PushOutcome = Literal["stored", "present", "unusable", "unverified", "failed", "guarded", "stopped"]
 
 
 class Pushed(NamedTuple):
@@ -28,6 +34,7 @@ class Pushed(NamedTuple):
     stored: int
     present: int  # the remote held it already
     unusable: int  # its local MAC, schema or a file of it did not hold: not shared
+    unverified: int  # fetched without a check under the signing key: not signed
     failed: int  # a request failed (counted in the tally)
 
 
@@ -94,8 +101,13 @@ class TierStoring(TierState):
         self, *, key: str, document: dict[str, Any], stop: threading.Event | None = None
     ) -> PushOutcome:
         """Store one verdict remotely: "stored", "unusable" (a local file of it went),
-        "failed" (a request failed, counted) or "stopped" (`stop` was set before its entry
-        went: the files sent are named by no entry)."""
+        "unverified" (this run signs and the verdict is not one it may vouch for), "failed" (a
+        request failed, counted) or "stopped" (`stop` was set before its entry went: the files
+        sent are named by no entry)."""
+        if self._signing_key is not None and not vouched_for(
+            document=document, key=key, signing_key=self._signing_key
+        ):
+            return "unverified"
         inline: dict[str, str] = {}
         try:
             for blob in blobs(entry=document):
@@ -129,6 +141,7 @@ class TierStoring(TierState):
             stored=outcomes.count("stored"),
             present=outcomes.count("present"),
             unusable=outcomes.count("unusable"),
+            unverified=outcomes.count("unverified"),
             failed=outcomes.count("failed"),
         )
 
@@ -142,3 +155,20 @@ class TierStoring(TierState):
         if type(document) is not dict or entry_problem(document) is not None:
             return "unusable"  # a local entry that fails its MAC or its schema is never shared
         return self._put(key=key, document=document)
+
+
+def vouched_for(*, document: Mapping[str, Any], key: str, signing_key: bytes) -> bool:
+    """Whether a local entry's verdict may be signed with `signing_key`: judged on this
+    machine, or fetched and verified under that same key. An entry without an origin (stored
+    by an older eb) may have been fetched unchecked: it is not (fail closed)."""
+    origin = document.get("origin")
+    if type(origin) is not dict:
+        return False
+    if origin.get("by") == "judged":
+        return True
+    mark = origin.get("verified_with")
+    return (
+        origin.get("by") == "fetched"
+        and type(mark) is str
+        and hmac.compare_digest(mark, verified_mark(key=signing_key, entry_key=key))
+    )

@@ -77,6 +77,8 @@ def entry_document(
             "duration_ms": result.duration_ms,
         },
         "files": files,
+        # Judged on this machine: a push may sign it under any signing key.
+        "origin": {"by": "judged"},
     }
     # The text a reuse will write, kept so that the reuse can link it instead.
     reused = restored(check=check, document=document, key=key, started=utc_now())

@@ -302,12 +302,28 @@ def _push(*, config: ConfigDoc, folder: Path) -> int:
     print(
         f"Pushed to {remote.url}: {_entries(done.stored)} stored, {done.present} already "
         f"there, {done.unusable} not shared (their local MAC, schema or files did not hold), "
-        f"{done.failed} failed; {size_text(tally.bytes_up)} uploaded."
+        f"{_unverified(done.unverified)}{done.failed} failed; "
+        f"{size_text(tally.bytes_up)} uploaded."
     )
     if done.failed:
         _say_failures(tally=tally)
         return 1
     return 0
+
+
+def _unverified(count: int) -> str:
+    """The entries push did not sign, when there are any: their verdicts were fetched from a
+    shared cache without a check under this signing key (or by an older eb, which did not
+    record where they came from), and a signature would vouch for them to every runner."""
+    from eval_banana.remote.signing import SIGNING_KEY_VARIABLE
+
+    if not count:
+        return ""
+    return (
+        f"{count} not signed (fetched from a shared cache without a check under this "
+        f"{SIGNING_KEY_VARIABLE}, or stored by an eb that did not record where they came "
+        "from), "
+    )
 
 
 def _verify(*, config: ConfigDoc, folder: Path, remote: bool, as_json: bool) -> int:

@@ -23,6 +23,7 @@ _PREFIX = b'{"signature": "hmac-sha256:'
 _HEX_END = len(_PREFIX) + 64
 _AFTER = b'", '
 _DOMAIN = b"eval-banana/remote-cache-signature/1\0"
+_VERIFIED_DOMAIN = b"eval-banana/verified-under-key/1\0"
 
 
 class Opened(NamedTuple):
@@ -43,6 +44,15 @@ def signature_of(*, key: bytes, text: bytes) -> str:
     """`hmac-sha256:<hex>` of an entry's text (a JSON object without a signature member)."""
     mac = hmac.new(key, _DOMAIN, sha256)
     mac.update(text)
+    return "hmac-sha256:" + mac.hexdigest()
+
+
+def verified_mark(*, key: bytes, entry_key: str) -> str:
+    """What a local entry records of the signing key its fetched verdict was verified under:
+    an HMAC of the entry's key under it, so that `eb cache push` can tell the same key again
+    without the key being stored (cache/remotestore.py)."""
+    mac = hmac.new(key, _VERIFIED_DOMAIN, sha256)
+    mac.update(entry_key.encode("utf-8"))
     return "hmac-sha256:" + mac.hexdigest()
 
 
