@@ -22,7 +22,16 @@ from eval_banana.core.words import size_text
 from eval_banana.isolation.state import checks_running
 from tests.cache.rig import Project, cache_of, judge, script_check
 from tests.remote_servers import BUCKET, gate, moto_s3
-from tests.test_shared_cache import KEY, LONG, _isolated, _remote, fresh_runner, run, runners
+from tests.test_shared_cache import (
+    KEY,
+    LONG,
+    RemoteObjects,
+    _isolated,
+    _remote,
+    fresh_runner,
+    run,
+    runners,
+)
 
 # The shared-cache suite (`pytest -m remote`, which .ci/run runs): real S3, WebDAV and HTTP
 # servers on 127.0.0.1, left out of the README's command to keep it under ten minutes.
@@ -78,6 +87,39 @@ def test_push_then_a_second_clone_gets_remote_hits(
             assert not any(secret in p.read_bytes() for p in shared)
             assert not any(b'"mac"' in p.read_bytes() for p in shared)
             assert any(p.stat().st_size > len(LONG) for p in shared if "cas" in p.parts)
+
+
+@pytest.mark.parametrize("scheme", ["folder", "s3"])
+def test_push_sends_again_a_file_the_remote_holds_damaged_at_its_size(
+    tmp_path: Path,
+    eb: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
+    scheme: str,
+    request: pytest.FixtureRequest,
+) -> None:
+    """Push sent the entries the remote lacked, and skipped each stored file the remote
+    had at its size (HEAD tells only that): a file damaged there stayed, and every runner
+    refused the entries push stored. Push reads such a file back and sends it again."""
+    first, second = runners(tmp_path=tmp_path, eb=eb)
+    with _remote(scheme=scheme, tmp_path=tmp_path, monkeypatch=monkeypatch, request=request) as url:
+        run(first, url)
+        assert RemoteObjects(url=url, tmp_path=tmp_path, kind="cas").flip_a_byte_of_each() == 1
+        entries = RemoteObjects(url=url, tmp_path=tmp_path, kind="ac")
+        for name in entries.names():
+            entries.delete(name)
+        pushed = cache(first, "push", "--cache-remote", url)
+        assert "3 entries stored, 0 already there" in pushed.stdout
+        assert "1 file the shared cache held damaged (its size, other content) sent again" in (
+            pushed.stdout
+        )
+        counts, started = run(second, url)
+        assert started == 0, counts["warnings"]
+        assert (counts["remote_hits"], counts["remote_rejected"]["blob"]) == (3, 0)
+        # The file is whole now: a push that finds it so sends nothing more.
+        for name in entries.names():
+            entries.delete(name)
+        pushed = cache(first, "push", "--cache-remote", url)
+        assert "3 entries stored" in pushed.stdout and "sent again" not in pushed.stdout
 
 
 def test_push_refuses_a_read_only_remote(tmp_path: Path, eb: Callable[..., Any]) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -566,6 +567,79 @@ def test_a_missing_blob_is_a_miss_counted_as_a_bad_blob(
     assert counts["remote_hits"] == 2
     assert counts["remote_rejected"] == {"signature": 0, "entry": 0, "blob": 1}
     assert any("for check 'big'" in w and "does not hold" in w for w in counts["warnings"])
+
+
+class RemoteObjects:
+    """The objects of one kind (ac, cas) a shared cache of the `_remote` schemes holds, read
+    and written behind eb's back (as a disk, a bucket or someone with write access would)."""
+
+    def __init__(self, *, url: str, tmp_path: Path, kind: str) -> None:
+        self.url = url
+        self.kind = kind
+        self.folder = tmp_path / ("shared" if not url.startswith("http") else "dav/eb-cache")
+
+    def _client(self) -> Any:
+        import boto3
+
+        return boto3.client("s3", endpoint_url=os.environ["EVAL_BANANA_CACHE_REMOTE_ENDPOINT"])
+
+    def names(self) -> list[str]:
+        if self.url.startswith("s3://"):
+            bucket, prefix = self.url[len("s3://") :].split("/", 1)
+            found = self._client().list_objects_v2(Bucket=bucket, Prefix=f"{prefix}/{self.kind}/")
+            return sorted(item["Key"] for item in found.get("Contents", []))
+        return sorted(str(p) for p in (self.folder / self.kind).rglob("*") if p.is_file())
+
+    def read(self, name: str) -> bytes:
+        if self.url.startswith("s3://"):
+            body = self._client().get_object(Bucket=BUCKET, Key=name)["Body"]
+            return bytes(body.read())
+        return Path(name).read_bytes()
+
+    def write(self, name: str, data: bytes) -> None:
+        if self.url.startswith("s3://"):
+            self._client().put_object(Bucket=BUCKET, Key=name, Body=data)
+        else:
+            Path(name).write_bytes(data)
+
+    def delete(self, name: str) -> None:
+        if self.url.startswith("s3://"):
+            self._client().delete_object(Bucket=BUCKET, Key=name)
+        else:
+            Path(name).unlink()
+
+    def flip_a_byte_of_each(self) -> int:
+        """One byte of each object changed, its size kept: what HEAD cannot tell."""
+        names = self.names()
+        for name in names:
+            data = bytearray(self.read(name))
+            data[10] ^= 1
+            self.write(name, bytes(data))
+        return len(names)
+
+
+@pytest.mark.parametrize("scheme", ["folder", "s3", "webdav"])
+def test_a_runner_that_found_a_blob_damaged_sends_it_again_whatever_its_size(
+    tmp_path: Path,
+    eb: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
+    scheme: str,
+    request: pytest.FixtureRequest,
+) -> None:
+    """A stored file damaged on the server without its size changing was never replaced:
+    every runner refused the entry, ran the check, stored its verdict, and skipped sending
+    the file because HEAD gave the size it expected. The next runner refused it again."""
+    first, second = runners(tmp_path=tmp_path, eb=eb)
+    third = fresh_runner(of=first, root=tmp_path / "runner3")
+    with _remote(scheme=scheme, tmp_path=tmp_path, monkeypatch=monkeypatch, request=request) as url:
+        run(first, url)
+        assert RemoteObjects(url=url, tmp_path=tmp_path, kind="cas").flip_a_byte_of_each() == 1
+        counts, started = run(second, url)
+        assert started == 1 and counts["remote_rejected"]["blob"] == 1
+        assert counts["remote_writes"] == 1
+        counts, started = run(third, url)
+        assert started == 0, counts["warnings"]
+        assert (counts["remote_hits"], counts["remote_rejected"]["blob"]) == (3, 0)
 
 
 def test_a_blob_of_another_digest_is_a_miss_never_a_pass(

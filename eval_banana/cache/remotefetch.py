@@ -81,7 +81,13 @@ class TierFetching(TierState):
         entry, inline = found
         entry = {**entry, "origin": self._fetched_origin(key=key)}
         try:
-            problem = keep_files(store=into, remote=self.remote, entry=entry, inline=inline)
+            problem = keep_files(
+                store=into,
+                remote=self.remote,
+                entry=entry,
+                inline=inline,
+                damaged=self._found_damaged,
+            )
             if problem is None:
                 into.write(key=key, document=entry)
         except RemoteInterrupted:

@@ -55,6 +55,10 @@ class TierState:
         # signature when the run has no key): it never writes over those.
         self._examined: set[str] = set()
         self._guarded: set[str] = set()
+        # Digests of the blobs the lookups found the remote holding with other content: an
+        # upload of one sends it whatever size the remote's object has (HEAD tells only that).
+        self._damaged_blobs: set[str] = set()
+        self.blobs_replaced = 0  # remote objects of a blob's size and other content sent over
 
     def tally(self) -> RemoteTally:
         return self.remote.tally()
@@ -64,6 +68,10 @@ class TierState:
             self._examined.add(key)
             if guarded:
                 self._guarded.add(key)
+
+    def _found_damaged(self, sha256: str, /) -> None:
+        with self._lock:
+            self._damaged_blobs.add(sha256)
 
     def _sealed_by_another(self, *, data: bytes, key: str, check_id: str) -> bool:
         """Whether a remote entry carries a signature this run cannot verify over an entry that

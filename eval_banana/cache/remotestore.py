@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
-from eval_banana.cache.blobs import EMPTY_SHA256
+from eval_banana.cache.blobs import EMPTY_SHA256, Blob
 from eval_banana.cache.entry import entry_problem
 from eval_banana.cache.places import hex_of
 from eval_banana.cache.remotedoc import INLINE_MAX, blobs, remote_text
@@ -36,6 +36,7 @@ class Pushed(NamedTuple):
     unusable: int  # its local MAC, schema or a file of it did not hold: not shared
     unverified: int  # fetched without a check under the signing key: not signed
     failed: int  # a request failed (counted in the tally)
+    replaced: int  # blobs the remote held at their size with other content, sent again
 
 
 class TierStoring(TierState):
@@ -98,12 +99,18 @@ class TierStoring(TierState):
         return self._put(key=key, document=document, stop=stop)
 
     def _put(
-        self, *, key: str, document: dict[str, Any], stop: threading.Event | None = None
+        self,
+        *,
+        key: str,
+        document: dict[str, Any],
+        stop: threading.Event | None = None,
+        read_back: bool = False,
     ) -> PushOutcome:
         """Store one verdict remotely: "stored", "unusable" (a local file of it went),
         "unverified" (this run signs and the verdict is not one it may vouch for), "failed" (a
         request failed, counted) or "stopped" (`stop` was set before its entry went: the files
-        sent are named by no entry)."""
+        sent are named by no entry). `read_back`: a blob the remote holds at its size is
+        fetched and hashed before it counts as there (push, which looked nothing up)."""
         if self._signing_key is not None and not vouched_for(
             document=document, key=key, signing_key=self._signing_key
         ):
@@ -118,7 +125,7 @@ class TierStoring(TierState):
                     if isinstance(data, str):
                         return "unusable"  # the local copy went meanwhile: nothing to share
                     inline[blob.sha256] = base64.b64encode(data).decode("ascii")
-                elif not upload_blob(store=self.store, remote=self.remote, blob=blob):
+                elif not self._blob_sent(blob=blob, read_back=read_back):
                     return "unusable"
             if stop is not None and stop.is_set():
                 return "stopped"
@@ -132,10 +139,30 @@ class TierStoring(TierState):
             self.writes_done += 1
         return "stored"
 
+    def _blob_sent(self, *, blob: Blob, read_back: bool) -> bool:
+        """A blob sent, or held by the remote already; False when its local copy does not
+        hold. One the lookups found damaged there is sent whatever its size."""
+        with self._lock:
+            known_bad = blob.sha256 in self._damaged_blobs
+        uploaded = upload_blob(
+            store=self.store,
+            remote=self.remote,
+            blob=blob,
+            known_bad=known_bad,
+            read_back=read_back,
+        )
+        if uploaded == "replaced":
+            with self._lock:
+                self.blobs_replaced += 1
+                self._damaged_blobs.discard(blob.sha256)
+        return uploaded != "unusable"
+
     def push(self, *, keys: Sequence[str]) -> Pushed:
         """Store the local entries of `keys` the remote lacks (`eb cache push`), checked by
         HEAD first, `remote_concurrency` at once. Only entries whose local MAC holds travel,
-        without that MAC (it is keyed by the local secret, which never leaves the machine)."""
+        without that MAC (it is keyed by the local secret, which never leaves the machine).
+        Push looked nothing up, so a blob the remote holds at its size is read back: one of
+        other content (damaged there) is sent again."""
         outcomes = self.remote.each(work=lambda key: self._push_one(key=key), items=keys)
         return Pushed(
             stored=outcomes.count("stored"),
@@ -143,6 +170,7 @@ class TierStoring(TierState):
             unusable=outcomes.count("unusable"),
             unverified=outcomes.count("unverified"),
             failed=outcomes.count("failed"),
+            replaced=self.blobs_replaced,
         )
 
     def _push_one(self, *, key: str) -> PushOutcome:
@@ -154,7 +182,7 @@ class TierStoring(TierState):
         document = self.store.read(key=key).document
         if type(document) is not dict or entry_problem(document) is not None:
             return "unusable"  # a local entry that fails its MAC or its schema is never shared
-        return self._put(key=key, document=document)
+        return self._put(key=key, document=document, read_back=True)
 
 
 def vouched_for(*, document: Mapping[str, Any], key: str, signing_key: bytes) -> bool:

@@ -303,7 +303,7 @@ def _push(*, config: ConfigDoc, folder: Path) -> int:
         f"Pushed to {remote.url}: {_entries(done.stored)} stored, {done.present} already "
         f"there, {done.unusable} not shared (their local MAC, schema or files did not hold), "
         f"{_unverified(done.unverified)}{done.failed} failed; "
-        f"{size_text(tally.bytes_up)} uploaded."
+        f"{size_text(tally.bytes_up)} uploaded{_replaced(done.replaced)}."
     )
     if done.failed:
         _say_failures(tally=tally)
@@ -323,6 +323,17 @@ def _unverified(count: int) -> str:
         f"{count} not signed (fetched from a shared cache without a check under this "
         f"{SIGNING_KEY_VARIABLE}, or stored by an eb that did not record where they came "
         "from), "
+    )
+
+
+def _replaced(count: int) -> str:
+    """The blobs the shared cache held damaged (their size, other content) that push sent
+    again, when there are any."""
+    if not count:
+        return ""
+    return (
+        f", {plural(count=count, noun='file')} the shared cache held damaged (its size, "
+        "other content) sent again"
     )
 
 
