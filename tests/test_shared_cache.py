@@ -20,7 +20,8 @@ import pytest
 
 from eval_banana.cache.remotenotes import REJECTIONS_NAMED
 from eval_banana.core.words import size_text
-from tests.cache.rig import Project, judge, make_project
+from eval_banana.remote.backend import ENTRY_MAX_BYTES
+from tests.cache.rig import Project, judge, make_project, script_check
 from tests.remote_servers import BUCKET, Hostile, MotoS3, hostile, moto_s3, webdav
 
 # The shared-cache suite (`pytest -m remote`, which .ci/run runs): real S3, WebDAV and HTTP
@@ -640,6 +641,68 @@ def test_a_runner_that_found_a_blob_damaged_sends_it_again_whatever_its_size(
         counts, started = run(third, url)
         assert started == 0, counts["warnings"]
         assert (counts["remote_hits"], counts["remote_rejected"]["blob"]) == (3, 0)
+
+
+def _evidence_writer(*, files: int, size: int, name_length: int = 8) -> str:
+    """A deterministic check that leaves `files` evidence files of `size` bytes each, of
+    distinct content, with names of `name_length` characters."""
+    return script_check(
+        "many",
+        inputs=[],
+        script=(
+            "import hashlib, json, sys\n"
+            "from pathlib import Path\n"
+            "out = Path(json.loads(Path(sys.argv[1]).read_text())['output_dir'])\n"
+            f"for i in range({files}):\n"
+            f"    name = str(i).rjust({name_length}, 'e')\n"
+            "    seed = hashlib.sha256(str(i).encode()).hexdigest()\n"
+            f"    (out / name).write_text((seed * ({size} // 64 + 1))[:{size}])\n"
+        ),
+    )
+
+
+@pytest.mark.parametrize("scheme", ["folder", "s3"])
+def test_a_check_with_many_small_evidence_files_is_shared(
+    tmp_path: Path,
+    eb: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
+    scheme: str,
+    request: pytest.FixtureRequest,
+) -> None:
+    """Each file up to 16 KiB travelled inline, with no limit on them all: 220 evidence files
+    of 16,000 bytes made an entry of 4.7 MB, more than the 4 MiB eb reads of one, and every
+    other runner refused it, ran the check and stored it again. Inline files now stop at a
+    budget; the rest travel as stored files."""
+    checks = {"many": _evidence_writer(files=220, size=16_000)}
+    first, second = runners(tmp_path=tmp_path, eb=eb, checks=checks)
+    with _remote(scheme=scheme, tmp_path=tmp_path, monkeypatch=monkeypatch, request=request) as url:
+        counts, _ = run(first, url)
+        assert counts["remote_writes"] == 1
+        entries = RemoteObjects(url=url, tmp_path=tmp_path, kind="ac")
+        (entry,) = entries.names()
+        assert len(entries.read(entry)) < ENTRY_MAX_BYTES // 2
+        assert len(RemoteObjects(url=url, tmp_path=tmp_path, kind="cas").names()) > 100
+        counts, _ = run(second, url)
+        assert (counts["remote_hits"], counts["misses"]) == (1, 0), counts["warnings"]
+        assert counts["remote_rejected"]["entry"] == 0
+
+
+def test_a_verdict_whose_entry_no_runner_would_read_stays_local(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    """An entry that names more files than fit in what a runner reads of one (here 12,000
+    evidence files with long names, empty) is not sent: eb writes no entry it would refuse.
+    The run says so; the next runner runs the check without refusing anything."""
+    checks = {"many": _evidence_writer(files=12_000, size=0, name_length=240)}
+    first, second = runners(tmp_path=tmp_path, eb=eb, checks=checks)
+    shared = str(tmp_path / "shared")
+    counts, _ = run(first, shared)
+    assert counts["remote_writes"] == 0 and counts["remote_errors"] == 0
+    (warning,) = [w for w in counts["warnings"] if "stored in the local cache only" in w]
+    assert "would be larger than the 4,194,304 bytes a runner reads of one" in warning
+    assert not _remote_files(tmp_path / "shared", "ac")
+    counts, _ = run(second, shared)
+    assert counts["misses"] == 1 and counts["remote_rejected"]["entry"] == 0
 
 
 def test_a_blob_of_another_digest_is_a_miss_never_a_pass(

@@ -29,6 +29,10 @@ REMOTE_ENTRY_KIND = "eval-banana/remote-cache-entry"
 REMOTE_ENTRY_SCHEMA = f"{SCHEMA_BASE}remote-cache-entry.schema.json"
 # Files up to this size travel inside their entry: a cached judge is then one request.
 INLINE_MAX = 16 * 1024
+# Inline files, in all, up to this many bytes (a third more as base64): an entry stays well
+# under the ENTRY_MAX_BYTES a runner reads of one (remote/backend.py), whatever number of small
+# evidence files a check leaves; the rest travel as blobs.
+INLINE_TOTAL_MAX = 1 << 20
 _PLACEHOLDER_MAC = "hmac-sha256:" + "0" * 64
 # Members of a local entry that stay on the machine.
 _LOCAL_ONLY = frozenset({"mac", "origin"})
@@ -97,3 +101,17 @@ def blobs(*, entry: Mapping[str, Any]) -> Sequence[Blob]:
         for item in items
         if isinstance(item, dict)
     ]
+
+
+def carried_inline(*, files: Sequence[Blob]) -> frozenset[str]:
+    """The digests of the files an entry carries inline: each up to INLINE_MAX bytes, the
+    smallest first (the most files for the fewest requests), until INLINE_TOTAL_MAX bytes."""
+    sizes = {blob.sha256: blob.size for blob in files if blob.size <= INLINE_MAX}
+    chosen: set[str] = set()
+    total = 0
+    for digest, size in sorted(sizes.items(), key=lambda item: (item[1], item[0])):
+        if total + size > INLINE_TOTAL_MAX:
+            break
+        chosen.add(digest)
+        total += size
+    return frozenset(chosen)

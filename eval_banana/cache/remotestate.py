@@ -59,6 +59,7 @@ class TierState:
         # upload of one sends it whatever size the remote's object has (HEAD tells only that).
         self._damaged_blobs: set[str] = set()
         self.blobs_replaced = 0  # remote objects of a blob's size and other content sent over
+        self.oversized = 0  # verdicts whose entry would be larger than any runner reads
 
     def tally(self) -> RemoteTally:
         return self.remote.tally()

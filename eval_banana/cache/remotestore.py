@@ -17,15 +17,17 @@ from typing import Any, Literal, NamedTuple
 from eval_banana.cache.blobs import EMPTY_SHA256, Blob
 from eval_banana.cache.entry import entry_problem
 from eval_banana.cache.places import hex_of
-from eval_banana.cache.remotedoc import INLINE_MAX, blobs, remote_text
+from eval_banana.cache.remotedoc import blobs, carried_inline, remote_text
 from eval_banana.cache.remotefiles import upload_blob
 from eval_banana.cache.remotenotes import HINT_UPLOADS
 from eval_banana.cache.remotestate import TierState
 from eval_banana.core.words import plural
-from eval_banana.remote.backend import RemoteError, SinkRefused
+from eval_banana.remote.backend import ENTRY_MAX_BYTES, RemoteError, SinkRefused
 from eval_banana.remote.signing import SIGNING_KEY_VARIABLE, sealed, verified_mark
 
-PushOutcome = Literal["stored", "present", "unusable", "unverified", "failed", "guarded", "stopped"]
+PushOutcome = Literal[
+    "stored", "present", "unusable", "unverified", "oversized", "failed", "guarded", "stopped"
+]
 
 
 class Pushed(NamedTuple):
@@ -35,6 +37,7 @@ class Pushed(NamedTuple):
     present: int  # the remote held it already
     unusable: int  # its local MAC, schema or a file of it did not hold: not shared
     unverified: int  # fetched without a check under the signing key: not signed
+    oversized: int  # its entry would be larger than a runner reads: not shared
     failed: int  # a request failed (counted in the tally)
     replaced: int  # blobs the remote held at their size with other content, sent again
 
@@ -56,6 +59,7 @@ class TierStoring(TierState):
         with self._lock:
             queued, self._queued = self._queued, []
         chosen = [(key, document) for key, document in queued if keep(key)]
+        oversized_before = self.oversized
         guarded = self._each_guarded(
             work=lambda item: self._put_unless_guarded(key=item[0], document=item[1], stop=stop),
             items=chosen,
@@ -72,6 +76,21 @@ class TierStoring(TierState):
                 "key this run cannot verify (another "
                 f"{SIGNING_KEY_VARIABLE}, or none set here), and a run never writes over one "
                 "(the runners holding that key still reuse it; docs/shared-cache.md)",
+                None,
+                HINT_UPLOADS,
+            )
+        self._say_oversized(count=self.oversized - oversized_before)
+
+    def _say_oversized(self, *, count: int) -> None:
+        if count:
+            self._warn(
+                f"{plural(count=count, noun='verdict')} of this run "
+                f"{'was' if count == 1 else 'were'} stored in the local cache only: "
+                f"{'its entry' if count == 1 else 'their entries'} in the shared cache "
+                f"{self.remote.url} would be larger than the {ENTRY_MAX_BYTES:,} bytes a runner "
+                "reads of one (a check that leaves tens of thousands of files, or a result "
+                "of megabytes), and no runner could reuse "
+                f"{'it' if count == 1 else 'them'} (docs/shared-cache.md)",
                 None,
                 HINT_UPLOADS,
             )
@@ -107,37 +126,60 @@ class TierStoring(TierState):
         read_back: bool = False,
     ) -> PushOutcome:
         """Store one verdict remotely: "stored", "unusable" (a local file of it went),
-        "unverified" (this run signs and the verdict is not one it may vouch for), "failed" (a
-        request failed, counted) or "stopped" (`stop` was set before its entry went: the files
-        sent are named by no entry). `read_back`: a blob the remote holds at its size is
+        "unverified" (this run signs and the verdict is not one it may vouch for), "oversized"
+        (its entry would be larger than any runner reads), "failed" (a request failed, counted)
+        or "stopped" (`stop` was set before its entry went: the files sent are named by no
+        entry). `read_back`: a blob the remote holds at its size is
         fetched and hashed before it counts as there (push, which looked nothing up)."""
         if self._signing_key is not None and not vouched_for(
             document=document, key=key, signing_key=self._signing_key
         ):
             return "unverified"
-        inline: dict[str, str] = {}
+        files = [
+            blob
+            for blob in blobs(entry=document)
+            if not (blob.size == 0 and blob.sha256 == EMPTY_SHA256)
+        ]
+        carried = carried_inline(files=files)
+        inline = self._inline_files(files=files, carried=carried)
+        if inline is None:
+            return "unusable"  # the local copy went meanwhile: nothing to share
+        data = sealed(
+            key=self._signing_key, text=remote_text(key=key, entry=document, inline=inline)
+        )
+        if len(data) > ENTRY_MAX_BYTES:
+            # No runner would read it (it stops there): the verdict stays local.
+            with self._lock:
+                self.oversized += 1
+            return "oversized"
         try:
-            for blob in blobs(entry=document):
-                if blob.size == 0 and blob.sha256 == EMPTY_SHA256:
-                    continue
-                if blob.size <= INLINE_MAX:
-                    data = self.store.read_blob(blob=blob)
-                    if isinstance(data, str):
-                        return "unusable"  # the local copy went meanwhile: nothing to share
-                    inline[blob.sha256] = base64.b64encode(data).decode("ascii")
-                elif not self._blob_sent(blob=blob, read_back=read_back):
+            for blob in files:
+                if blob.sha256 not in carried and not self._blob_sent(
+                    blob=blob, read_back=read_back
+                ):
                     return "unusable"
             if stop is not None and stop.is_set():
                 return "stopped"
-            text = remote_text(key=key, entry=document, inline=inline)
-            self.remote.put(
-                kind="ac", name=hex_of(key), data=sealed(key=self._signing_key, text=text)
-            )
+            self.remote.put(kind="ac", name=hex_of(key), data=data)
         except RemoteError:
             return "failed"  # counted
         with self._lock:
             self.writes_done += 1
         return "stored"
+
+    def _inline_files(
+        self, *, files: Sequence[Blob], carried: frozenset[str]
+    ) -> dict[str, str] | None:
+        """The local files an entry carries inline, base64, by digest; None when one of them
+        is gone from the local folder."""
+        inline: dict[str, str] = {}
+        for blob in files:
+            if blob.sha256 in carried and blob.sha256 not in inline:
+                data = self.store.read_blob(blob=blob)
+                if isinstance(data, str):
+                    return None
+                inline[blob.sha256] = base64.b64encode(data).decode("ascii")
+        return inline
 
     def _blob_sent(self, *, blob: Blob, read_back: bool) -> bool:
         """A blob sent, or held by the remote already; False when its local copy does not
@@ -169,6 +211,7 @@ class TierStoring(TierState):
             present=outcomes.count("present"),
             unusable=outcomes.count("unusable"),
             unverified=outcomes.count("unverified"),
+            oversized=outcomes.count("oversized"),
             failed=outcomes.count("failed"),
             replaced=self.blobs_replaced,
         )

@@ -302,7 +302,7 @@ def _push(*, config: ConfigDoc, folder: Path) -> int:
     print(
         f"Pushed to {remote.url}: {_entries(done.stored)} stored, {done.present} already "
         f"there, {done.unusable} not shared (their local MAC, schema or files did not hold), "
-        f"{_unverified(done.unverified)}{done.failed} failed; "
+        f"{_unverified(done.unverified)}{_oversized(done.oversized)}{done.failed} failed; "
         f"{size_text(tally.bytes_up)} uploaded{_replaced(done.replaced)}."
     )
     if done.failed:
@@ -324,6 +324,15 @@ def _unverified(count: int) -> str:
         f"{SIGNING_KEY_VARIABLE}, or stored by an eb that did not record where they came "
         "from), "
     )
+
+
+def _oversized(count: int) -> str:
+    """The entries too large to share, when there are any: no runner reads that much."""
+    from eval_banana.remote.backend import ENTRY_MAX_BYTES
+
+    if not count:
+        return ""
+    return f"{count} too large to share (over the {ENTRY_MAX_BYTES:,} bytes a runner reads), "
 
 
 def _replaced(count: int) -> str:

@@ -28,7 +28,8 @@ KINDS: tuple[Kind, ...] = ("ac", "cas")
 NAME_RE = re.compile(r"[0-9a-f]{64}")
 # What one read or write of a streamed object moves at most.
 CHUNK = 1 << 20
-# No entry eb writes comes near it (its files travel inline only up to 16 KiB each).
+# No entry eb writes passes it: inline files stop at 1 MiB in all, and an entry that would
+# still be larger is not sent (cache/remotestore.py).
 ENTRY_MAX_BYTES = 4 << 20
 
 
