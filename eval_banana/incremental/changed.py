@@ -353,6 +353,8 @@ def changed_checks(
     changed = sorted(paths)
     ignored_paths = [path for path in found.ignored if path not in own]
     ignored = frozenset(ignored_paths)  # asked of every case: a set, not a list walked each time
+    # A submodule whose recorded commit changed is one path: patterns naming files in it match it.
+    submodules = sorted(paths & found.submodules)
     answers: dict[_CheckFiles, bool] = {}
     affected: list[bool] = []
     for check in files:
@@ -362,6 +364,7 @@ def changed_checks(
                 check=check,
                 paths=paths,
                 changed=changed,
+                submodules=submodules,
                 ignored=ignored_paths,
                 ignored_set=ignored,
             )
@@ -487,6 +490,7 @@ def _affected(
     check: _CheckFiles,
     paths: frozenset[str],
     changed: list[str],
+    submodules: list[str],
     ignored: list[str],
     ignored_set: frozenset[str],
 ) -> bool:
@@ -501,4 +505,6 @@ def _affected(
     if check.rows and not paths.isdisjoint(check.rows):
         # Its dataset files are read through its row alone, even where `inputs:` match them.
         changed = [path for path in changed if path not in check.rows]
-    return bool(check.patterns.select(changed) or check.patterns.select(ignored))
+    return bool(
+        check.patterns.select(changed, submodules=submodules) or check.patterns.select(ignored)
+    )

@@ -233,6 +233,30 @@ def pathspecs(
     return ["--", *(f":(literal){repo.prefix}{prefix}" for prefix in prefixes), *left_out]
 
 
+def holder_pathspecs(*, repo: Repository, prefixes: Sequence[str] | None) -> list[str]:
+    """Pathspecs naming exactly each folder that holds one of `prefixes` (`vendor` and
+    `vendor/lib` for `vendor/lib/lib.py`), for the commands that read the index alone, beside
+    `pathspecs`' own; none when those name the whole root. A submodule is one index entry,
+    which no pathspec of a path inside it lists, and a pattern naming a file in it matches it.
+
+    Each is a glob whose last character is a set of its own (`vendor/li[\\b]`): git matches a
+    pathspec holding a wildcard against the whole path, while a plain one names everything
+    below a folder too. Only the index is matched so: a command that walks the work tree
+    (`status`, `ls-files -o`) would walk each such folder whole."""
+    if not narrows(prefixes):
+        return []
+    assert prefixes is not None
+    holders = {prefix[:at] for prefix in prefixes for at, char in enumerate(prefix) if char == "/"}
+    return [f":(glob){_exact_glob(repo.prefix + holder)}" for holder in sorted(holders)]
+
+
+def _exact_glob(path: str) -> str:
+    """A glob git matches against `path` alone: its glob characters escaped, its last
+    character a set of its own."""
+    head = "".join(f"\\{char}" if char in "*?[]\\" else char for char in path[:-1])
+    return f"{head}[\\{path[-1]}]"
+
+
 def prefix_length(*, repo: Repository) -> int:
     """How many bytes of a repo-relative path git prints name the project's folder."""
     return len(repo.prefix.encode("utf-8", "surrogateescape"))
@@ -304,6 +328,16 @@ def index_links(*, output: bytes, repo: Repository) -> list[str]:
     width = _id_width(repo)
     cut = 2 + 7 + width + 3 + len(repo.prefix)
     return [record[cut:] for record in _records(output) if record[2:9] == "120000 "]
+
+
+def index_gitlinks(*, output: bytes, repo: Repository) -> frozenset[str]:
+    """The index listing -> project paths of the submodules it holds (mode 160000). Nearly
+    every index has none: one search of the bytes says so unparsed."""
+    if b" 160000 " not in output:
+        return frozenset()
+    width = _id_width(repo)
+    cut = 2 + 7 + width + 3 + len(repo.prefix)
+    return frozenset(record[cut:] for record in _records(output) if record[2:9] == "160000 ")
 
 
 def parse_stage_entries(*, output: bytes, repo: Repository) -> IndexListing:

@@ -17,7 +17,7 @@ from eval_banana.core.ownmark import OwnMarks
 from eval_banana.projectstate import conversion, git
 from eval_banana.projectstate.blobs import EXECUTABLE, REGULAR, FileIdentity
 from eval_banana.projectstate.prefetch import Walks, walks_for
-from eval_banana.projectstate.prefixes import skipped, under_any, within
+from eval_banana.projectstate.prefixes import holding, skipped, under_any, within
 from eval_banana.projectstate.state import ProjectState, hash_file
 from eval_banana.projectstate.walking import excluded_path, prefixes_in_own_folders, walk
 
@@ -94,8 +94,10 @@ def git_state(
                 args=["ls-files", "-o", "-i", "--exclude-standard", "--directory", "-z", *spec],
                 cwd=top,
             )
+        # A submodule holding a prefix is listed too: a pattern naming a file in it matches it.
+        holders = git.holder_pathspecs(repo=repo, prefixes=prefixes)
         index = git.parse_stage_entries(
-            output=git.run(args=[*git.INDEX_LISTING, *spec], cwd=top, what="ls-files -s"),
+            output=git.run(args=[*git.INDEX_LISTING, *spec, *holders], cwd=top, what="ls-files -s"),
             repo=repo,
         )
         dirty = set(
@@ -140,7 +142,8 @@ def git_state(
     if skip:
         _drop_folders(ids=ids, folders=skip)
     if prefixes is not None and not git.narrows(prefixes):
-        ids = {path: ids[path] for path in within(paths=sorted(ids), prefixes=prefixes)}
+        kept = [*within(paths=sorted(ids), prefixes=prefixes), *holding(index.gitlinks, prefixes)]
+        ids = {path: ids[path] for path in kept}
         untracked = within(paths=sorted(untracked), prefixes=prefixes)
         ignored_raw = [p for p in ignored_raw if under_any(path=p.rstrip("/"), prefixes=prefixes)]
     # Submodules count by the commit they record; everything git sees differ is hashed, and so

@@ -179,6 +179,27 @@ def folder_pattern_regex(body: str) -> re.Pattern[str]:
     return re.compile(below, re.DOTALL)
 
 
+@lru_cache(maxsize=4096)
+def _holder_regex(body: str) -> re.Pattern[str]:
+    """The folders below which a path input pattern `body` (normalized) matches may lie, as a
+    regex over `/<folder>`: each of its names may be a folder, the last one too (a pattern
+    naming a folder means what is inside it); past a `**`, every folder may hold one."""
+    below = ""
+    for segment in reversed(_segments(body)):
+        below = "(?:/.*)?" if segment == "**" else f"(?:/{_segment_regex(segment)}{below})?"
+    return re.compile(below, re.DOTALL)
+
+
+def _whole_folder_regex(body: str) -> re.Pattern[str] | None:
+    """For an input pattern `body` (normalized) whose last name is only stars (`vendor/lib/**`,
+    `vendor/*`): its folders' pattern, which matches a folder all of whose contents it
+    matches; None for any other pattern."""
+    head, _, last = body.rpartition("/")
+    if not head or set(last) != {"*"}:
+        return None
+    return _pattern_regex(head)
+
+
 def could_hold_match(*, regex: re.Pattern[str], folder: str) -> bool:
     """Whether the root-relative `folder` may hold a file the pattern of `regex`
     (`folder_pattern_regex`) names, at any depth."""
@@ -232,6 +253,8 @@ class InputPatterns:
         excludes = [normalize(p)[1:] for p in patterns if p.startswith("!")]
         self._includes = [(_literal_prefix(p), _pattern_regex(p)) for p in includes]
         self._excludes = [_pattern_regex(p) for p in excludes]
+        self._include_bodies = includes
+        self._exclude_bodies = excludes
 
     @property
     def prefixes(self) -> list[str] | None:
@@ -245,11 +268,41 @@ class InputPatterns:
             return False
         return not any(regex.fullmatch(path) for regex in self._excludes)
 
-    def select(self, paths: Sequence[str]) -> list[str]:
-        """The matching paths of a sorted sequence, sorted."""
+    def select(self, paths: Sequence[str], *, submodules: Sequence[str] = ()) -> list[str]:
+        """The matching paths of a sorted sequence, sorted. Those of them that are submodules
+        (`submodules`) are matched as `reaching_into` matches them."""
         found: set[str] = set()
         for prefix, regex in self._includes:
             found.update(path for path in paths_under(paths, prefix) if regex.fullmatch(path))
         if self._excludes:
             found = {p for p in found if not any(rx.fullmatch(p) for rx in self._excludes)}
+        if submodules:
+            found.difference_update(submodules)
+            found.update(self.reaching_into(submodules))
         return sorted(found)
+
+    def reaching_into(self, submodules: Iterable[str]) -> list[str]:
+        """Those of `submodules` (paths of git submodules, each one entry counted by the
+        commit it records, whose files no listing holds) that the patterns name or may name a
+        path inside of (`vendor/lib/lib.py`, `**/*.py`), and that no `!` pattern takes whole
+        (`!vendor/lib/**`); sorted. A `!` pattern for some files inside one
+        (`!vendor/lib/tests/**`) leaves it in: its commit counts for every file in it."""
+        found = [
+            path
+            for path in submodules
+            if any(
+                _holder_regex(body).fullmatch(f"/{path}") or regex.fullmatch(path)
+                for body, (_, regex) in zip(self._include_bodies, self._includes, strict=True)
+            )
+        ]
+        return sorted(path for path in found if not self._takes_whole(path))
+
+    def _takes_whole(self, folder: str) -> bool:
+        """Whether a `!` pattern matches `folder` and so everything inside it."""
+        for body, regex in zip(self._exclude_bodies, self._excludes, strict=True):
+            if regex.fullmatch(folder):
+                return True
+            whole = _whole_folder_regex(body)
+            if whole is not None and whole.fullmatch(folder):
+                return True
+        return False

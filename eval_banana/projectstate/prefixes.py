@@ -56,6 +56,13 @@ def within(*, paths: Sequence[str], prefixes: Sequence[str]) -> list[str]:
     return sorted(found)
 
 
+def holding(paths: Iterable[str], prefixes: Sequence[str]) -> list[str]:
+    """Those of `paths` that hold one of `prefixes` below them (a submodule a pattern names a
+    file in), in the order given."""
+    folders = [f"{path}/" for path in paths]
+    return [folder[:-1] for folder in folders if any(p.startswith(folder) for p in prefixes)]
+
+
 def under_any(*, path: str, prefixes: Sequence[str]) -> bool:
     """Whether `path` is at or below one of `prefixes` (or holds one, for a folder entry)."""
     return any(

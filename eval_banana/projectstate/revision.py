@@ -13,10 +13,17 @@ from typing import NamedTuple
 from eval_banana.core.errors import ProjectStateError
 from eval_banana.core.ownmark import OwnFolders, own_folders_listed
 from eval_banana.projectstate import git
-from eval_banana.projectstate.blobs import SYMLINK, FileIdentity, file_identity, read_identity
+from eval_banana.projectstate.blobs import (
+    SUBMODULE,
+    SYMLINK,
+    FileIdentity,
+    file_identity,
+    read_identity,
+)
 from eval_banana.projectstate.gitlisting import expand_ignored
 from eval_banana.projectstate.links import links_met
 from eval_banana.projectstate.prefixes import (
+    holding,
     relative_folders,
     relative_inside,
     skipped,
@@ -75,6 +82,9 @@ class Changes(NamedTuple):
     # through such a link, so git holds no earlier state of it). git counts a link by its
     # text; a reader reads the file behind it.
     followed: Mapping[str, str | None] = {}
+    # Paths that are submodules in the index or were in the commit: each one entry, counted by
+    # the commit it records, which an input pattern naming a file inside it matches.
+    submodules: frozenset[str] = frozenset()
 
 
 def changes_since(
@@ -167,6 +177,8 @@ class Comparison:
         spec = git.pathspecs(
             repo=repo, prefixes=prefixes, leave_out=relative_folders(root=top, folders=skip_folders)
         )
+        # The commands that read the index alone also list a submodule holding a prefix.
+        holders = git.holder_pathspecs(repo=repo, prefixes=prefixes)
         try:
             # `status` refreshes stat information in memory, so a file that was only touched
             # does not count as changed (and no optional lock: .git/index is not written).
@@ -184,7 +196,7 @@ class Comparison:
                 cwd=repo.top,
             )
             # Entries git never compares with the work tree, which `status` never reports.
-            processes["index"] = git.start(args=[*git.INDEX_LISTING, *spec], cwd=repo.top)
+            processes["index"] = git.start(args=[*git.INDEX_LISTING, *spec, *holders], cwd=repo.top)
             if _may_name_a_revision(revision):
                 # `revision^{commit}` fails here as it does in rev-parse (finish asks that).
                 processes["cached"] = git.start(
@@ -194,10 +206,12 @@ class Comparison:
                         "--no-ext-diff",
                         "--no-textconv",
                         "--no-renames",
-                        "--name-status",
+                        "--raw",
+                        "--no-abbrev",
                         "-z",
                         f"{revision}^{{commit}}",
                         *spec,
+                        *holders,
                     ],
                     cwd=repo.top,
                 )
@@ -232,7 +246,7 @@ class Comparison:
             )
         assert self.with_ignored or not with_ignored, "ignored files were not asked of git"
         skip = relative_folders(root=top, folders=skip_folders)
-        cached = _name_status(
+        cached, submodules_then = _raw_status(
             output=git.finish(process=self._processes.pop("cached"), what="diff --cached"),
             repo=repo,
         )
@@ -240,6 +254,8 @@ class Comparison:
             output=git.finish(process=self._processes.pop("status"), what="status"), repo=repo
         )
         listing = git.finish(process=self._processes.pop("index"), what="ls-files -s")
+        submodules = git.index_gitlinks(output=listing, repo=repo)
+        status.update(self._holding_status(submodules=submodules))
         unwatched = git.unwatched_entries(output=listing, repo=repo)
         status.update(_unwatched_status(root=top, repo=repo, unwatched=unwatched, status=status))
         added, removed, changed = _against_revision(cached=cached, status=status)
@@ -275,7 +291,42 @@ class Comparison:
         followed = _followed_changes(
             top=top, repo=repo, commit=commit, links=links, diff=diff, ignored=ignored
         )
-        return Changes(repo=repo, commit=commit, diff=diff, ignored=ignored, followed=followed)
+        return Changes(
+            repo=repo,
+            commit=commit,
+            diff=diff,
+            ignored=ignored,
+            followed=followed,
+            submodules=submodules | submodules_then,
+        )
+
+    def _holding_status(self, *, submodules: frozenset[str]) -> dict[str, str]:
+        """What the work tree holds at the submodules that hold a prefix (listed by the index
+        listing's holder pathspecs, which `status` never gets: it would walk each folder such
+        a pathspec names), as `status` says it: one more `status` for them, only when a
+        comparison narrowed to its prefixes meets one."""
+        prefixes = self.prefixes
+        if not git.narrows(prefixes) or not submodules:
+            return {}
+        assert prefixes is not None
+        held = holding(sorted(submodules), prefixes)
+        if not held:
+            return {}
+        output = git.run(
+            args=[
+                "status",
+                "--porcelain=v2",
+                "-z",
+                "--untracked-files=no",
+                "--ignored=no",
+                "--ignore-submodules=none",
+                "--",
+                *(f":(literal){self.repo.prefix}{path}" for path in held),
+            ],
+            cwd=self.repo.top,
+            what="status",
+        )
+        return _status_entries(output=output, repo=self.repo)
 
 
 def _followed_changes(
@@ -365,15 +416,24 @@ def _identities_at(
     return found
 
 
-def _name_status(*, output: bytes, repo: git.Repository) -> dict[str, str]:
-    """`diff --name-status -z` -> project-relative path: its status letter (A, D, M, T...)."""
+_GITLINK_MODE = SUBMODULE.encode("ascii")
+
+
+def _raw_status(*, output: bytes, repo: git.Repository) -> tuple[dict[str, str], frozenset[str]]:
+    """`diff --raw -z` -> (project-relative path: its status letter (A, D, M, T...), the paths
+    that are a submodule on either side)."""
     cut = git.prefix_length(repo=repo)
     fields = [item for item in output.split(b"\0") if item]
-    # One status field, then the path it is about.
-    return {
-        os.fsdecode(raw_path[cut:]): status[:1].decode("ascii", "replace")
-        for status, raw_path in zip(fields[0::2], fields[1::2], strict=True)
-    }
+    statuses: dict[str, str] = {}
+    submodules: set[str] = set()
+    # One `:<mode> <mode> <id> <id> <status>` field, then the path it is about.
+    for head, raw_path in zip(fields[0::2], fields[1::2], strict=True):
+        path = os.fsdecode(raw_path[cut:])
+        parts = head.split(b" ")
+        statuses[path] = parts[-1][:1].decode("ascii", "replace")
+        if _GITLINK_MODE in (parts[0][1:], parts[1]):
+            submodules.add(path)
+    return statuses, frozenset(submodules)
 
 
 # Fields before the path in `status --porcelain=v2` records: ordinary (1), renamed or copied

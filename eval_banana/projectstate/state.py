@@ -18,6 +18,7 @@ from typing import Literal, NamedTuple
 from eval_banana.core.errors import ProjectStateError
 from eval_banana.projectstate.blobs import (
     REGULAR,
+    SUBMODULE,
     SYMLINK,
     FileIdentity,
     ObjectFormat,
@@ -81,6 +82,9 @@ class ProjectState:
         self._ignored_ids: dict[str, FileIdentity | None] = {}
         self._followed: dict[str, FileIdentity] = {}  # links, with the file each leads to
         self._holds_links = SYMLINK in self._modes.values()
+        self.submodules: list[str] = sorted(
+            path for path, mode in self._modes.items() if mode == SUBMODULE
+        )
         self._ignored_links = False  # an ignored file hashed so far is a link
         self._digest: str | None = None
 
@@ -178,8 +182,10 @@ class ProjectState:
         )
 
     def select(self, *, patterns: InputPatterns, include_ignored: bool = True) -> list[str]:
-        """The paths `patterns` match: files of the state and, by default, ignored files."""
-        found = patterns.select(self.paths)
+        """The paths `patterns` match: files of the state and, by default, ignored files. A
+        submodule is matched by a pattern that names or may name a file inside it: the state
+        holds it as one entry, the commit it records, and what a check reads there is that."""
+        found = patterns.select(self.paths, submodules=self.submodules)
         if include_ignored and self.ignored:
             extra = [p for p in patterns.select(self.ignored) if self.id_of(p) is not None]
             found = sorted({*found, *extra})

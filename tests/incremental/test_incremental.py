@@ -781,9 +781,9 @@ def test_a_familys_cases_are_matched_against_the_changes_once(
     matched: list[int] = []
     select = InputPatterns.select
 
-    def counted(self: InputPatterns, paths: Any) -> list[str]:
+    def counted(self: InputPatterns, paths: Any, **options: Any) -> list[str]:
         matched.append(len(paths))
-        return select(self, paths)
+        return select(self, paths, **options)
 
     monkeypatch.setattr(InputPatterns, "select", counted)
     assert cli.main(["list", "--cwd", str(root), "--changed-since", "HEAD~1"]) == 0

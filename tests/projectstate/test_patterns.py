@@ -115,3 +115,29 @@ def test_outermost_drops_prefixes_inside_others() -> None:
         "src",
         "srcx",
     ]
+
+
+@pytest.mark.parametrize(
+    ("patterns", "reached"),
+    [
+        (["vendor/lib/lib.py"], ["vendor/lib"]),
+        (["vendor/l?b/x/*.py"], ["vendor/lib"]),
+        (["**/*.py"], ["other/sub", "vendor/lib"]),
+        (["vendor"], ["vendor/lib"]),
+        (["vendor/*.py"], []),
+        (["src/**"], []),
+        (["vendor/**", "!vendor/lib/**"], []),
+        (["vendor/**", "!vendor/*"], []),
+        (["vendor/**", "!vendor/lib"], []),
+        # Some files of it left out: its commit still counts for the others.
+        (["vendor/**", "!vendor/lib/tests/**"], ["vendor/lib"]),
+    ],
+)
+def test_a_submodule_is_matched_by_patterns_naming_files_inside_it(
+    patterns: list[str], reached: list[str]
+) -> None:
+    compiled = InputPatterns(patterns)
+    assert compiled.reaching_into(["vendor/lib", "other/sub"]) == reached
+    paths = ["other/sub", "vendor/lib", "vendor/x.py"]
+    selected = compiled.select(paths, submodules=["other/sub", "vendor/lib"])
+    assert [path for path in selected if path != "vendor/x.py"] == reached
