@@ -2,8 +2,10 @@
 
 Every `eb run` (and every `eb update` that runs checks again, and `eb stage execute`) updates
 `.eval-banana/lastfailed.json` (settings/folders.py) from the checks it ran: a failed or
-errored check is remembered, a passed one forgotten, and a check the run did not run (another
-`-k`, a `--tag`, stopped before it started) keeps its entry.
+errored check is remembered, and so is a flaky one (its samples disagreed) when the run's
+verdict counts flakiness (`--fail-on-flaky`): it failed that run. A passed one is forgotten,
+and a check the run did not run (another `-k`, a `--tag`, stopped before it started) keeps its
+entry.
 So a failure survives any number of partial runs until a run that runs it passes it, or a run
 that read every check file finds no check of its id (deleted or renamed): that one forgets it.
 """
@@ -14,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from eval_banana.models.lastfailed import FailedCheck, LastFailedDoc
+from eval_banana.models.repeats import is_flaky
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, ProblemModel
 from eval_banana.settings.folders import last_failed_path
@@ -82,11 +85,13 @@ def updated_failures(
     results: Sequence[CheckResult],
     run_id: str,
     defined: frozenset[str] | None = None,
+    flaky_fails: bool = False,
 ) -> dict[str, FailedCheck]:
     """`earlier` after a run with `results`: failures in, passes out, the rest as they were,
     but for those whose check no check file defines now (`defined`: every id the run's check
     files define; None when its selection read only some of them): no run could pass them,
-    so they would be remembered for good."""
+    so they would be remembered for good. `flaky_fails`: the run's verdict counts a flaky
+    check as a failure (--fail-on-flaky), so one that passed with disagreeing samples is in."""
     failed = (
         dict(earlier)
         if defined is None
@@ -95,10 +100,12 @@ def updated_failures(
     for result in results:
         if result.details.get("not_run"):
             continue  # stopped before it started: this run says nothing about it
-        if result.status == "passed":
-            failed.pop(result.check_id, None)
-        else:
+        if result.status != "passed":
             failed[result.check_id] = FailedCheck(status=result.status, run_id=run_id)
+        elif flaky_fails and is_flaky(result.details):
+            failed[result.check_id] = FailedCheck(status="flaky", run_id=run_id)
+        else:
+            failed.pop(result.check_id, None)
     return failed
 
 
@@ -129,15 +136,25 @@ def remember_results(
     from eval_banana.core.turns import holding_file
 
     path = last_failed_path(config=config)
+    # A flaky check failed a run whose verdict counts flakiness: rerun it as a failure.
+    flaky_fails = config.settings.core.fail_on_flaky
     if not path.exists() and not updated_failures(
-        earlier=dict(before), results=results, run_id=config.run_id, defined=defined
+        earlier=dict(before),
+        results=results,
+        run_id=config.run_id,
+        defined=defined,
+        flaky_fails=flaky_fails,
     ):
         return  # none failed, and no record to forget one in: none is made
     path.parent.mkdir(parents=True, exist_ok=True)
     with holding_file(path=path, first=lambda: _record_bytes(failed={}), stop=stop):
         now = remembered(config=config)
         failed = updated_failures(
-            earlier={**before, **now}, results=results, run_id=config.run_id, defined=defined
+            earlier={**before, **now},
+            results=results,
+            run_id=config.run_id,
+            defined=defined,
+            flaky_fails=flaky_fails,
         )
         if failed == now:
             return

@@ -1,9 +1,10 @@
 """`.eval-banana/lastfailed.json`: the checks `eb run --last-failed` reruns, as pytest's `--lf`.
 
 The single source of `schemas/lastfailed.schema.json`. A check enters when a run fails or errors
-it and leaves when a run in which it ran passes it, or when a run that read every check file
-finds no check of its id; runs that do not run it (`-k`, `--tag`, a check stopped before it
-started) leave its entry as it is.
+it, or finds it flaky while the run's verdict counts flakiness (`--fail-on-flaky`), and leaves
+when a run in which it ran passes it otherwise, or when a run that read every check file finds
+no check of its id; runs that do not run it (`-k`, `--tag`, a check stopped before it started)
+leave its entry as it is.
 """
 
 from __future__ import annotations
@@ -20,7 +21,10 @@ class FailedCheck(Record):
 
     model_config = {"extra": "forbid"}
 
-    status: Literal["failed", "error"] = Field(description="Its status in that run.")
+    status: Literal["failed", "error", "flaky"] = Field(
+        description="Its status in that run; `flaky`: passed by its samples' rule while they "
+        "disagreed, in a run whose verdict counted that as a failure (--fail-on-flaky)."
+    )
     run_id: str = Field(description="The run that failed it last.")
 
 
