@@ -24,7 +24,7 @@ from eval_banana.core.errors import RunAborted
 from eval_banana.core.files import write_model
 from eval_banana.core.realpaths import real_path
 from eval_banana.models.config import Selection
-from eval_banana.models.stages import ConfigDoc
+from eval_banana.models.stages import ConfigDoc, ExecuteDoc
 from eval_banana.pipeline.finish import finish_run
 from eval_banana.pipeline.lateinterrupt import interrupted_late
 from eval_banana.pipeline.outcome import RunOutcome
@@ -41,7 +41,7 @@ from eval_banana.scaleout import mergedstages, shardevidence
 from eval_banana.scaleout.shardrun import ShardRun
 from eval_banana.scaleout.shardset import read_shard_set
 from eval_banana.settings.folders import refuse_junit_target
-from eval_banana.settings.rundir import new_run_id, prepare_run_dir, prune_runs
+from eval_banana.settings.rundir import discard_run_dir, new_run_id, open_run_dir, prune_runs
 from eval_banana.stagefiles.layout import stage_path
 from eval_banana.stages.config import resolve_config, write_config_stage
 from eval_banana.stages.execute import write_execute_stage
@@ -73,6 +73,7 @@ def merge_shards(*, request: MergeRequest, console: Console, cancel: threading.E
     """
     runs = read_shard_set(run_dirs=[real_path(path) for path in request.run_dirs])
     evidence = shardevidence.shard_evidence(runs=runs)
+    snapshots = shardevidence.shard_snapshots(runs=runs)
     local = resolve_config(
         cwd=request.cwd,
         cli_values=request.cli_values,
@@ -102,34 +103,59 @@ def merge_shards(*, request: MergeRequest, console: Console, cancel: threading.E
             **plan_files_read(config=config, checks=ordered.checks),
         },
     )
-    run_dir = prepare_run_dir(config=config, flat_output=request.flat_output)
+    folder = open_run_dir(config=config, flat_output=request.flat_output)
+    run_dir = folder.path
     # Held to the end, as `eb run` holds its folder: `eb status` says the merge is still going,
     # `eb update` and `eb stage` refuse the folder, keep_runs leaves it alone.
     with writing_run(run_dir=run_dir):
-        return _merge_into(
+        try:
+            made = _merged_files(
+                run_dir=run_dir,
+                runs=runs,
+                evidence=evidence,
+                snapshots=snapshots,
+                config=config,
+                ordered=ordered,
+                cancel=cancel,
+            )
+        except RunAborted:
+            raise
+        except Exception:
+            # Refused before any report: a refused merge leaves no run folder behind, not a
+            # part of one that no report completes and `keep_runs` never counts.
+            discard_run_dir(folder=folder)
+            raise
+        return _reported(
             run_dir=run_dir,
-            runs=runs,
-            evidence=evidence,
+            made=made,
             config=config,
             request=request,
             console=console,
-            ordered=ordered,
             cancel=cancel,
         )
 
 
-def _merge_into(
+class _MergedFiles(NamedTuple):
+    """The merged folder's stage files and evidence, written: what its reports are made of."""
+
+    executed: ExecuteDoc
+    digests: dict[str, str]
+    brought: bool  # every shard's evidence is in (else an interrupt kept some out)
+
+
+def _merged_files(
     *,
     run_dir: Path,
     runs: Sequence[ShardRun],
     evidence: Sequence[shardevidence.ShardEvidence],
+    snapshots: Mapping[str, str],
     config: ConfigDoc,
-    request: MergeRequest,
-    console: Console,
     ordered: mergedstages.MergedOrder,
     cancel: threading.Event,
-) -> RunOutcome:
-    """Write the merged run folder `run_dir`: stage files, the shards' evidence, reports."""
+) -> _MergedFiles:
+    """Write the merged run folder's stage files and bring in the shards' evidence, its
+    output folders included, before anything is reported. An error leaves no forked child
+    at work in the folder."""
     first = runs[0]
     digests = {"config": write_config_stage(run_dir=run_dir, doc=config)}
     discovered = mergedstages.merged_discover(first=first, config=config, inputs=dict(digests))
@@ -144,7 +170,7 @@ def _merge_into(
     # A child ended by a signal (the kernel's out-of-memory killer, say) leaves its work part
     # done; it is done again here, over what the child made (a Ctrl-C stops this process too).
     def bring_evidence() -> None:
-        shardevidence.bring_evidence(runs=runs, evidence=evidence, run_dir=run_dir)
+        shardevidence.bring_evidence(snapshots=snapshots, evidence=evidence, run_dir=run_dir)
 
     def bring_folders() -> None:
         shardevidence.bring_folders(evidence=evidence, run_dir=run_dir)
@@ -155,8 +181,8 @@ def _merge_into(
             items=sum(len(listed.names) for listed in evidence), threshold=LINK_FORK_FILES
         ),
     )
-    # The checks' output folders (mostly empty: each is looked into) in another child, at a
-    # lower priority: nothing waits for it until the links are in.
+    # The checks' output folders (mostly empty: each is looked into) in another child, which
+    # nothing waits for until the evidence is in.
     try:
         folders = forked.start(
             work=bring_folders,
@@ -175,16 +201,29 @@ def _merge_into(
     except BaseException as exc:
         _settle(links, folders, error=exc)
         raise
-    # report.html lists checks/ to link each check's files: the links come first. So do the
-    # output folders: a signal while they were brought once the reports stood dropped them
-    # with nothing recorded; before the reports, the run is recorded as not complete.
+    # report.html lists checks/ to link each check's files: the links come first. The output
+    # folders are in before any report too: a signal while they are brought records the run
+    # as not complete, and a merge refused while bringing them writes no report.
     try:
         brought = _bring(links, redo=bring_evidence, stop=cancel.is_set)
+        brought = _bring(folders, redo=bring_folders, stop=cancel.is_set) and brought
     except BaseException:
-        folders.abandon()  # an interrupt: nothing of the merge goes on without it
+        folders.abandon()  # nothing of the merge goes on without it
         raise
-    # Stopped already, the folders' child is ended here too, not waited for.
-    brought = _bring(folders, redo=bring_folders, stop=cancel.is_set) and brought
+    return _MergedFiles(executed=executed, digests=digests, brought=brought)
+
+
+def _reported(
+    *,
+    run_dir: Path,
+    made: _MergedFiles,
+    config: ConfigDoc,
+    request: MergeRequest,
+    console: Console,
+    cancel: threading.Event,
+) -> RunOutcome:
+    """Score and report the merged run folder whose files `made` wrote."""
+    executed, digests, brought = made
     stopped = interrupted_late(executed=executed, cancel=cancel) or executed
     if not brought:
         # Files only the shards hold stayed out: `eb update` must never call the folder

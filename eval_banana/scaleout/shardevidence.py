@@ -1,7 +1,9 @@
 """The shards' evidence brought into a merged run folder (`eb merge`): each shard's `checks/`
 files and output folders, and its frozen scripts (`stages/snapshots/`), hard-linked where the
 file system allows, else copied. Done again over an earlier attempt's part (a forked child
-ended by a signal), it leaves the same folder.
+ended by a signal), it leaves the same folder. What two shards may both hold (a family's frozen
+script, when its cases fell in both) is checked before anything is written: one copy is
+brought, and copies that differ are refused.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -54,6 +56,51 @@ def shard_evidence(*, runs: Sequence[ShardRun]) -> list[ShardEvidence]:
                 )
         found.append(ShardEvidence(folder=folder, names=names, folders=folders))
     return found
+
+
+def shard_snapshots(*, runs: Sequence[ShardRun]) -> dict[str, str]:
+    """Run-relative path of each frozen script the shards' plans name -> the shard's copy to
+    bring (the first shard's that holds it).
+
+    A family's cases share one frozen script, and every shard that ran some of them froze its
+    own copy under the same name: the copies must hold the same bytes, or one of the folders
+    was changed after its run, and the merge is refused (nothing written yet). Only names in
+    more than one shard are read: each shard's own are brought as they are.
+    """
+    chosen: dict[str, str] = {}
+    for run in runs:
+        for name in dict.fromkeys(c.snapshot for c in run.plan.checks if c.snapshot):
+            copy = str(run.run_dir / name)
+            first = chosen.setdefault(name, copy)
+            if first != copy:
+                _refuse_other_copy(name=name, first=first, other=copy)
+    return chosen
+
+
+def _refuse_other_copy(*, name: str, first: str, other: str) -> None:
+    """MergeError unless the files `first` and `other` (two shards' copies of the frozen
+    script `name`) both read, and hold the same bytes."""
+    if _frozen_bytes(name=name, copy=first) == _frozen_bytes(name=name, copy=other):
+        return
+    raise MergeError(
+        f"Cannot merge: the shards froze {name} with other bytes ({other} differs from "
+        f"{first}), though their plan names one script",
+        file=other,
+        hint="A shard folder was changed after its run: run that shard again, and merge.",
+    )
+
+
+def _frozen_bytes(*, name: str, copy: str) -> bytes:
+    try:
+        with open(copy, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise MergeError(
+            f"Cannot merge: {copy}, a shard's copy of the frozen script {name}, cannot be "
+            f"read ({exc.strerror or exc})",
+            file=copy,
+            hint="A shard folder was changed after its run: run that shard again, and merge.",
+        ) from None
 
 
 def _link_folder(*, evidence: ShardEvidence, target: str, target_fd: int) -> None:
@@ -133,13 +180,22 @@ def _link_or_copy(*, source: str, target: str) -> None:
     try:
         os.link(source, target)
     except FileExistsError:
-        if not os.path.samefile(source, target):
+        if not os.path.samefile(source, target) and not _same_bytes(source, target):
             raise OutputDirError(f"Cannot link {source} to {target}: it exists") from None
     except OSError:
         try:
             _copy_whole(source=source, target=target)
         except OSError as exc:
             raise OutputDirError(f"Cannot copy {source} to {target}: {exc}") from None
+
+
+def _same_bytes(one: str, other: str) -> bool:
+    """Whether two files hold the same bytes (an earlier attempt's copy of the one)."""
+    try:
+        with open(one, "rb") as first, open(other, "rb") as second:
+            return first.read() == second.read()
+    except OSError:
+        return False
 
 
 def _copy_whole(*, source: str, target: str) -> None:
@@ -157,9 +213,10 @@ def _copy_whole(*, source: str, target: str) -> None:
 
 
 def bring_evidence(
-    *, runs: Sequence[ShardRun], evidence: Sequence[ShardEvidence], run_dir: Path
+    *, snapshots: Mapping[str, str], evidence: Sequence[ShardEvidence], run_dir: Path
 ) -> None:
-    """Every shard's checks/ files and frozen scripts, into the merged folder, as they are.
+    """Every shard's checks/ files and the frozen scripts (`snapshots`, from
+    `shard_snapshots`), into the merged folder, as they are.
 
     checks/<stem>.json stays the shard's own copy of each result (byte for byte, naming the
     shard's paths); execute.json and report.json name the merge's.
@@ -171,9 +228,7 @@ def bring_evidence(
             _link_folder(evidence=listed, target=checks_dir, target_fd=target_fd)
     finally:
         os.close(target_fd)
-    for run in runs:
-        for check in run.plan.checks:
-            if check.snapshot:
-                target = run_dir / check.snapshot
-                target.parent.mkdir(parents=True, exist_ok=True)
-                _link_or_copy(source=str(run.run_dir / check.snapshot), target=str(target))
+    for name, source in snapshots.items():
+        target = run_dir / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _link_or_copy(source=source, target=str(target))
