@@ -30,6 +30,7 @@ from eval_banana.checks.loading import (
 )
 from eval_banana.core.errors import DefinitionError, Problem
 from eval_banana.core.suggest import SUGGESTED_AT_MOST, closest
+from eval_banana.core.words import plural
 from eval_banana.datasets.keys import is_family
 from eval_banana.models.stages import ProblemModel
 
@@ -349,6 +350,43 @@ class UnmatchedGlob(NamedTuple):
     might_match: list[ProblemModel]  # files (and families) that could not be read for it
 
 
+class OutsideCheckDir(NamedTuple):
+    """Where a `--check-id` value that names no check under `--check-dir` may still name one:
+    `find` gives the project's check files outside the folder (`check_dir`, as given) whose
+    check the value selects, as the user reads their paths (walked only once asked)."""
+
+    check_dir: str
+    find: Callable[[str], list[str]]
+
+
+def _left_out_by_check_dir(*, value: str, paths: list[str], check_dir: str) -> _NoSuchId:
+    """The error for a value whose checks all lie outside `--check-dir`: it names where, so
+    that `eb list` (which lists them) does not contradict it."""
+    first = paths[0]
+    if is_id_pattern(value):
+        others = plural(count=len(paths) - 1, noun="more file")
+        found = (
+            f"the check in {first} matches it, and --check-dir leaves it out"
+            if len(paths) == 1
+            else f"the checks in {first} and {others} match it, and --check-dir leaves them out"
+        )
+        message = (
+            f"No check id under --check-dir {check_dir} matches --check-id pattern "
+            f"'{value}': {found}"
+        )
+    else:
+        message = (
+            f"No check found with id '{value}' under --check-dir {check_dir}: it is defined "
+            f"in {first}, which --check-dir leaves out"
+        )
+    return _NoSuchId(
+        message,
+        file=first,
+        field_path="check_id",
+        hint=f"leave out --check-dir to select it, or pass a --check-dir that holds {first}",
+    )
+
+
 class IdSelection(NamedTuple):
     """What `--check-id` values load; a problem selects nothing."""
 
@@ -362,11 +400,18 @@ class IdSelection(NamedTuple):
 
 
 def select_ids(
-    *, paths: list[str], check_ids: list[str], read: Reader, case_ids: CaseIds | None = None
+    *,
+    paths: list[str],
+    check_ids: list[str],
+    read: Reader,
+    case_ids: CaseIds | None = None,
+    outside: OutsideCheckDir | None = None,
 ) -> IdSelection:
     """Relaxed selection by id or glob: the checks, and the families a glob may match cases of.
     `case_ids` gives a family's case ids, for the did-you-mean of a `<family>[<case>]` value
-    whose family id names no check (without it, that hint names the family alone)."""
+    whose family id names no check (without it, that hint names the family alone). `outside`:
+    where a value that names no check among `paths` (the files under `--check-dir`) is looked
+    for, to say that the folder left its check out."""
     selected: dict[str, Loaded] = {}
     case_bound: dict[str, Loaded] = {}
     unmatched: list[UnmatchedGlob] = []
@@ -416,6 +461,13 @@ def select_ids(
                 loaded = _load_by_id(files=files, check_id=check_id, warnings=unreadable)
         except _NoSuchId as exc:
             _told_no_such_id(error=exc, value=check_id, unreadable=unreadable)
+            elsewhere = outside.find(check_id) if outside is not None and not unreadable else []
+            if outside is not None and elsewhere:
+                left_out = _left_out_by_check_dir(
+                    value=check_id, paths=elsewhere, check_dir=outside.check_dir
+                )
+                problems.append(problem_model(left_out))
+                continue
             if not unreadable and not is_id_pattern(check_id):
                 missing += 1
                 exc.hint = _id_hint(

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from eval_banana.checks.definition import FrozenScript
-from eval_banana.checks.idloading import IdSelection, select_ids
+from eval_banana.checks.idloading import IdSelection, OutsideCheckDir, select_ids
 from eval_banana.checks.idselectors import IdSelectors
 from eval_banana.checks.keywords import compile_selector
 from eval_banana.checks.loading import Loaded, load_strict, reader_over
@@ -51,6 +52,7 @@ from eval_banana.models.stages import (
 )
 from eval_banana.stagefiles.layout import envelope
 from eval_banana.stagefiles.write import refusing_wrong_place, write_stage_model
+from eval_banana.stages.discover import discover, walked_root
 
 NO_CHECKS = "No checks found"
 
@@ -77,6 +79,40 @@ def raise_if_plan_failed(plan: PlanDoc) -> None:
     if not plan.errors:  # only a damaged plan.json fails without a reason
         raise DefinitionError("The plan failed validation without naming a problem")
     raise_problems(plan.errors, no_checks=plan.no_checks)
+
+
+def _outside_check_dir(*, config: ConfigDoc) -> OutsideCheckDir | None:
+    """Where `--check-id` looks for a value that names no check under `--check-dir`: the
+    project's other check files, found by one walk of the whole project, made only when such
+    a value is met (a typo costs that walk; a selection that finds its checks, nothing)."""
+    check_dir = config.selection.check_dir
+    if check_dir is None:
+        return None
+    walked: list[tuple[dict[str, str], dict[str, bytes]]] = []
+
+    def others() -> tuple[dict[str, str], dict[str, bytes]]:
+        """Each check file outside the folder -> its path as shown, and the bytes read."""
+        if not walked:
+            whole = config.model_copy(
+                update={"selection": config.selection.model_copy(update={"check_dir": None})}
+            )
+            contents: dict[str, bytes] = {}
+            found = discover(config=whole, inputs={}, contents=contents)
+            inside = walked_root(config=config)
+            shown = {
+                item.path: item.relative_path or item.path
+                for item in found.files
+                if item.path != inside and not item.path.startswith(inside + os.sep)
+            }
+            walked.append((shown, contents))
+        return walked[0]
+
+    def find(value: str) -> list[str]:
+        shown, contents = others()
+        chosen = select_ids(paths=list(shown), check_ids=[value], read=reader_over(contents))
+        return [shown[item.path] for item in chosen.checks if item.path not in chosen.case_bound]
+
+    return OutsideCheckDir(check_dir=check_dir, find=find)
 
 
 def validate(
@@ -110,6 +146,7 @@ def validate(
             check_ids=selection.check_ids,
             read=reader_over(contents),
             case_ids=case_ids_of(config=config),
+            outside=_outside_check_dir(config=config),
         )
         loaded, problems, warnings = by_id.checks, by_id.problems, by_id.warnings
     else:
