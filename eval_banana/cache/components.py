@@ -29,7 +29,7 @@ from eval_banana.harness.prompt import judge_prompt
 from eval_banana.models.config import AgentTemplate, Settings
 from eval_banana.models.repeats import sample_count
 from eval_banana.models.stages import PlannedCheck, ResolvedHarness
-from eval_banana.runners.verdictrules import ASSERTIONS_RULES, DETERMINISTIC_RULES
+from eval_banana.runners.verdictrules import ASSERTIONS_RULES, DETERMINISTIC_RULES, JUDGE_RULES
 from eval_banana.settings.envpolicy import allowed
 
 
@@ -137,6 +137,7 @@ def _judge(*, check: PlannedCheck, context: KeyContext) -> list[Component] | Non
         ("reasoning_effort", effort or ""),
         ("prompt", judge_prompt(check=check)),
         ("prompt_version", PROMPT_VERSION),
+        ("verdict_rules", JUDGE_RULES),
     ]
 
 

@@ -59,8 +59,8 @@ class StreamScanner:
             self._unread.start(text=self._buffer, base=self._base, positions=window.cut_short)
         self._unread.advance(text=self._buffer, base=self._base, to=self._base + limit)
         best = self._best
-        if window.verdict is not None and window.verdict_at >= best.verdict_at:
-            best.verdict, best.verdict_at = window.verdict, window.verdict_at
+        if window.answer is not None and window.answer_at >= best.answer_at:
+            best.answer, best.answer_at = window.answer, window.answer_at
         if window.rejected is not None and window.rejected_at >= best.rejected_at:
             best.rejected, best.rejected_at = window.rejected, window.rejected_at
             best.repeated = window.repeated

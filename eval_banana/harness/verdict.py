@@ -31,6 +31,8 @@ class Extraction(NamedTuple):
     usage_event: dict[str, Any] | None = None
     # An event in which the agent reported its own failure (openhands' error events).
     error_event: dict[str, Any] | None = None
+    # The answer's last verdict was malformed (verdictobjects): the judge answered, unreadably.
+    malformed: bool = False
 
 
 def _shown(value: object) -> str:
@@ -84,11 +86,14 @@ def _from_result_event(event: dict[str, Any]) -> Extraction:
         )
     scanned = scan_text(result)
     structured = event.get("structured_output")
-    if scanned.verdict is None and isinstance(structured, dict):
-        # --json-schema: the constrained answer, when the result text does not hold it.
+    if scanned.verdict is None and not scanned.malformed and isinstance(structured, dict):
+        # --json-schema: the constrained answer, when the result text does not hold one (a
+        # malformed verdict there is the judge's answer too: nothing stands in for it).
         scanned = scan_text(json.dumps(structured, allow_nan=True))
     problem = None if scanned.problem is None else f"in the final result text, {scanned.problem}"
-    return Extraction(verdict=scanned.verdict, problem=problem, usage_event=event)
+    return Extraction(
+        verdict=scanned.verdict, problem=problem, usage_event=event, malformed=scanned.malformed
+    )
 
 
 def extract_from_text(text: str) -> Extraction:
@@ -97,7 +102,7 @@ def extract_from_text(text: str) -> Extraction:
     if event is not None:
         return _from_result_event(event)
     scanned: ScanResult = scan_text(text)
-    return Extraction(verdict=scanned.verdict, problem=scanned.problem)
+    return Extraction(verdict=scanned.verdict, problem=scanned.problem, malformed=scanned.malformed)
 
 
 _RESULT_KEY = '"result"'
@@ -145,7 +150,7 @@ def _claude(path: Path) -> Extraction:
         return _from_result_event(newest.event)
     # No result event at all (the agent stopped early): Step B over stdout.
     scanned = scan_file(path)
-    return Extraction(verdict=scanned.verdict, problem=scanned.problem)
+    return Extraction(verdict=scanned.verdict, problem=scanned.problem, malformed=scanned.malformed)
 
 
 # Words that tell a gemini line too long to read may be the assistant's answer or the result.
@@ -227,7 +232,9 @@ def _gemini(path: Path) -> Extraction:
         problem = f"in the assistant's last message, {problem}"
         if result is None:
             problem += " (and no result event was printed)"
-    return Extraction(verdict=scanned.verdict, problem=problem, usage_event=result)
+    return Extraction(
+        verdict=scanned.verdict, problem=problem, usage_event=result, malformed=scanned.malformed
+    )
 
 
 def _openhands_answer(event: dict[str, Any]) -> str | None:
@@ -330,7 +337,12 @@ def _openhands(path: Path) -> Extraction:
     problem = (
         None if scanned.problem is None else f"in the agent's final message, {scanned.problem}"
     )
-    return Extraction(verdict=scanned.verdict, problem=problem, error_event=end.error)
+    return Extraction(
+        verdict=scanned.verdict,
+        problem=problem,
+        error_event=end.error,
+        malformed=scanned.malformed,
+    )
 
 
 def extract_verdict(*, dialect: str, stdout_path: Path | None) -> Extraction:

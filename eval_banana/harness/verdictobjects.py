@@ -1,7 +1,13 @@
 """Which of the objects a scan decodes are verdicts: `score` the JSON integer 0 or 1, `reason` a
 string or null, neither key given twice. The hook that sees each object as a decode completes
-it keeps the newest verdict and the newest rejected one (`Harvest`), and `scan_result` says
-what they come to."""
+it keeps the newest answer (a verdict, or a malformed one) and the newest object that is no
+verdict at all (`Harvest`), and `scan_result` says what they come to.
+
+A malformed verdict is one eb refuses that a looser reader (eval-banana's: Python equality,
+the last of a repeated key) would have taken for 0 or 1: `true`, `1.0`, `"1"`, a key given
+twice, a `reason` that is no string. It ends the search: an earlier or nested verdict standing
+in for it could pass a judge whose last word was 0. An object whose score no reader takes for 0
+or 1 (`2`, `"high"`) is skipped, and an earlier verdict counts."""
 
 from __future__ import annotations
 
@@ -19,6 +25,15 @@ class Verdict(NamedTuple):
 class ScanResult(NamedTuple):
     verdict: Verdict | None
     problem: str | None  # why nothing qualified; None when a verdict was found
+    # The last answer was a malformed verdict: the judge answered, but not readably.
+    malformed: bool = False
+
+
+class Malformed(NamedTuple):
+    """A refused object a looser reader would have taken for a verdict (see the module)."""
+
+    obj: dict[str, Any]
+    repeated: str | None  # the verdict key it names twice, if that is why
 
 
 _NOT_A_VERDICT = "not a verdict"
@@ -39,6 +54,19 @@ def classify(obj: dict[str, Any]) -> Verdict | str:
 # The keys a verdict is read from: an object that names one twice is no verdict (json would
 # keep the last, so `{"score": 0, ..., "score": 1}` passed on a score the judge also denied).
 _VERDICT_KEYS = ("score", "reason")
+
+
+def _reads_loosely(value: object) -> bool:
+    """Whether a reader comparing with `==` or converting a digit would take `value` for 0 or 1
+    (`true`, `0.0`, `"1"`)."""
+    if isinstance(value, str):
+        return value.strip() in ("0", "1")
+    return isinstance(value, (int, float)) and value in (0, 1)
+
+
+def _loosely_a_verdict(pairs: list[tuple[str, Any]]) -> bool:
+    """Whether any `score` an object gives (a repeated key gives several) reads as 0 or 1."""
+    return any(key == "score" and _reads_loosely(value) for key, value in pairs)
 
 
 def _repeated_verdict_key(pairs: list[tuple[str, Any]]) -> str | None:
@@ -62,20 +90,23 @@ def rejection(obj: dict[str, Any], *, repeated: str | None = None) -> str:
 
 
 class Harvest:
-    """Object hook state: the newest valid verdict and the newest rejected score object.
+    """Object hook state: the newest answer (a valid or a malformed verdict) and the newest
+    score object that is no verdict at all.
 
     `cursor` is where the decode being harvested ends (or failed), an upper bound of the closing
     brace of every object it completes; it orders what one window found against another's.
     """
 
     def __init__(self) -> None:
-        self.verdict: Verdict | None = None
+        # The newest object read as an answer: a verdict, or one refused that a looser reader
+        # would have taken for one (it ends the search: nothing before it stands in).
+        self.answer: Verdict | Malformed | None = None
         # The newest object with a score that is not a verdict; why, only if it is reported
         # (`repeated`: the verdict key it names twice).
         self.rejected: dict[str, Any] | None = None
         self.repeated: str | None = None
         self.cursor = 0
-        self.verdict_at = -1
+        self.answer_at = -1
         self.rejected_at = -1
         # Where candidates start whose decode ran into the end of the text, in order.
         self.cut_short: list[int] = []
@@ -86,8 +117,10 @@ class Harvest:
             repeated = None if len(obj) == len(pairs) else _repeated_verdict_key(pairs)
             outcome = classify(obj) if repeated is None else _NOT_A_VERDICT
             if isinstance(outcome, Verdict):
-                self.verdict = outcome
-                self.verdict_at = self.cursor
+                self.answer, self.answer_at = outcome, self.cursor
+                self.rejected = None
+            elif _loosely_a_verdict(pairs):
+                self.answer, self.answer_at = Malformed(obj=obj, repeated=repeated), self.cursor
                 self.rejected = None
             else:
                 self.rejected, self.repeated = obj, repeated
@@ -112,10 +145,10 @@ class Harvest:
 def _unread_last(*, harvest: Harvest, unread: Followers | None) -> str | None:
     """Why no verdict counts when an object too long to read may be the one that ends last."""
     last = None if unread is None else unread.last
-    if unread is None or last is None or last.end <= harvest.verdict_at:
+    if unread is None or last is None or last.end <= harvest.answer_at:
         return None
-    # With no verdict at all, a rejected object ending after it still says more.
-    if harvest.verdict is None and last.end <= harvest.rejected_at:
+    # With no answer at all, a rejected object ending after it still says more.
+    if harvest.answer is None and last.end <= harvest.rejected_at:
         return None
     return unread_problem(found=last, reach=unread.reach)
 
@@ -124,8 +157,19 @@ def scan_result(harvest: Harvest, *, unread: Followers | None = None) -> ScanRes
     problem = _unread_last(harvest=harvest, unread=unread)
     if problem is not None:
         return ScanResult(verdict=None, problem=problem)
-    if harvest.verdict is not None:
-        return ScanResult(verdict=harvest.verdict, problem=None)
+    answer = harvest.answer
+    if isinstance(answer, Verdict):
+        return ScanResult(verdict=answer, problem=None)
+    if answer is not None:
+        why = rejection(answer.obj, repeated=answer.repeated)
+        return ScanResult(
+            verdict=None,
+            problem=(
+                f"the judge's last verdict is malformed: {why}; no earlier or nested object "
+                "stands in for it"
+            ),
+            malformed=True,
+        )
     if harvest.rejected is not None:
         why = rejection(harvest.rejected, repeated=harvest.repeated)
         return ScanResult(verdict=None, problem=f"the last object with a score was rejected: {why}")

@@ -138,6 +138,15 @@ def _note_effort(*, ctx: RunContext, details: dict[str, Any], outcome: ProcessOu
         )
 
 
+def _no_verdict(found: Extraction) -> str:
+    """eval-banana's text, then what was wrong when the judge's last verdict was malformed (its
+    answer was there, so "no verdict" alone would send people looking for none)."""
+    problem = found.problem
+    if not found.malformed or not problem:
+        return NO_VERDICT
+    return f"{NO_VERDICT} {problem[0].upper()}{problem[1:]}."
+
+
 def _with_cause(*, detail: str, cause: str | None) -> str:
     """eval-banana's text, then what the agent itself said went wrong (when it said)."""
     return detail if cause is None else f"{detail} The agent reported: {cause}"
@@ -257,14 +266,16 @@ def _judged(
         _classed(details=details, found=found_cause)
     if code != 0:
         if verdict is None:
-            detail = _with_cause(detail=f"Agent exited with code {code}: {NO_VERDICT}", cause=cause)
+            detail = _with_cause(
+                detail=f"Agent exited with code {code}: {_no_verdict(found)}", cause=cause
+            )
             logger.warning("Harness judge check %s failed: %s", ctx.check.id, detail)
         else:
             detail = f"Harness judge agent exited with code {code}"
         details["agent_failure"] = "exit_code"
         return error_result(error_detail=detail, exit_code=code, **common)
     if verdict is None:
-        detail = _with_cause(detail=NO_VERDICT, cause=cause)
+        detail = _with_cause(detail=_no_verdict(found), cause=cause)
         logger.warning("Harness judge check %s failed: %s", ctx.check.id, detail)
         details["agent_failure"] = "no_verdict"
         return error_result(error_detail=detail, exit_code=0, **common)

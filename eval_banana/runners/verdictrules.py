@@ -5,8 +5,9 @@ is part of its type's cache key (cache/components.py), so raising one turns ever
 of that type into a miss once, after upgrading, rather than reusing a pass today's eb would not
 give. Raise it with any change that can give a check another status or reason from the same
 run: how an exit status is read (a `sys.exit(256)` the system would read as 0), what an
-assertion holds on, when a control counts as a caught defect. A judge's rules are its prompt
-and the way its answer is read: `harness.prompt.PROMPT_VERSION` keys them.
+assertion holds on, when a control counts as a caught defect, which object of a judge's answer
+is its verdict. A judge's prompt has a version of its own (`harness.prompt.PROMPT_VERSION`),
+which its key holds too and calibration records name.
 """
 
 from __future__ import annotations
@@ -15,3 +16,6 @@ from __future__ import annotations
 DETERMINISTIC_RULES = "deterministic-2"
 # 2: a control with an assertion not evaluated is an error, never a caught defect.
 ASSERTIONS_RULES = "assertions-2"
+# 2: a malformed last verdict (`{"score": false}`, a key twice) ends the search, so an earlier
+# draft no longer passes in its place.
+JUDGE_RULES = "judge-2"

@@ -94,6 +94,13 @@ def new_deterministic_rules(project: Project, monkeypatch: pytest.MonkeyPatch) -
     return []
 
 
+def new_judge_rules(project: Project, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    # An eb that reads a judge's answer otherwise (an upgrade): its verdicts are judged again.
+    monkeypatch.setattr(components, "JUDGE_RULES", "judge-next")
+    monkeypatch.setenv("EVAL_BANANA_CACHE_REPLAY", "false")
+    return []
+
+
 MISSES: list[tuple[str, Change, set[str]]] = [
     # What a verdict depends on: each of these runs exactly the affected checks again.
     ("a declared input file", edit("docs/guide.md", "# Guide, edited\n"), {"j", "w"}),
@@ -115,6 +122,7 @@ MISSES: list[tuple[str, Change, set[str]]] = [
     ("our prompt wording", new_prompt_wording, {"j"}),
     ("the interpreter version", other_interpreter, {"d", "w"}),
     ("eb's rules for a script's verdict", new_deterministic_rules, {"d", "w"}),
+    ("eb's rules for reading a judge's answer", new_judge_rules, {"j"}),
     ("a let-through variable name appears", env("FEATURE_FLAG", "1"), ALL),
     ("a base variable name appears", env("SSL_CERT_DIR", "/etc/ssl"), ALL),
     ("a file outside every inputs", edit("README.md", "# Project, edited\n"), {"w"}),

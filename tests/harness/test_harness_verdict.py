@@ -39,20 +39,64 @@ def test_two_verdicts_the_later_wins() -> None:
     "later",
     [
         '{"score": 2, "reason": "bad"}',
+        '{"score": "high"}',
+        '{"score": null}',
+        '{"score": 2, "score": 3}',
+        '{"reason": "no score here"}',
         "{not json at all}",
         "{",
         "}",
-        '{"score": true}',
-        '{"score": "1"}',
-        '{"score": 1.0}',
-        '{"score": 0.0}',
-        '{"score": false}',
-        '{"score": 1, "reason": 5}',
         '{"score": 0 or 1, "reason": "<one or two sentences>"}',
     ],
 )
-def test_a_later_invalid_object_does_not_hide_an_earlier_verdict(later: str) -> None:
+def test_a_later_object_that_is_no_verdict_does_not_hide_an_earlier_verdict(later: str) -> None:
     assert verdict_of(f'{{"score": 1, "reason": "ok"}} and later {later}') == Verdict(1, "ok")
+
+
+@pytest.mark.parametrize(
+    ("later", "why"),
+    [
+        ('{"score": true}', '"score" was true, not the JSON integer 0 or 1'),
+        ('{"score": false, "reason": "missing"}', '"score" was false, not the JSON integer'),
+        ('{"score": "0"}', '"score" was "0", not the JSON integer 0 or 1'),
+        ('{"score": 1.0}', '"score" was 1.0, not the JSON integer 0 or 1'),
+        ('{"score": 0.0}', '"score" was 0.0, not the JSON integer 0 or 1'),
+        ('{"score": 0, "reason": "x", "score": 0}', '"score" was given twice'),
+        ('{"score": 2, "score": 0}', '"score" was given twice'),
+        ('{"score": 0, "reason": "a", "reason": "b"}', '"reason" was given twice'),
+        ('{"score": 0, "reason": ["no install"]}', '"reason" was list, not a string or null'),
+        ('{"score": 1, "reason": 5}', '"reason" was int, not a string or null'),
+    ],
+)
+def test_a_later_malformed_verdict_ends_the_search(later: str, why: str) -> None:
+    # eval-banana read these as the final 0 (or 1): eb refuses them, and must not let the
+    # earlier draft pass in their place.
+    found = extract_from_text(f'Draft: {{"score": 1, "reason": "ok"}}\nFinal: {later}')
+    assert found.verdict is None
+    assert found.malformed
+    assert found.problem is not None
+    assert found.problem.startswith(f"the judge's last verdict is malformed: {why}")
+
+
+def test_a_malformed_verdict_before_a_valid_one_is_superseded() -> None:
+    found = extract_from_text('{"score": true} then {"score": 0, "reason": "final"}')
+    assert found.verdict == Verdict(0, "final")
+    assert not found.malformed
+
+
+def test_a_malformed_outer_verdict_is_not_replaced_by_a_nested_criterion() -> None:
+    text = json.dumps(
+        {
+            "score": 0,
+            "reason": {"summary": "tests missing", "criteria": [{"name": "a", "score": 1}]},
+        }
+    )
+    found = extract_from_text(text)
+    assert found.verdict is None
+    assert found.malformed
+    assert found.problem is not None and '"reason" was dict' in found.problem
+    # Nested in an object that is no verdict at all, a verdict is still found.
+    assert verdict_of('{"score": 2, "items": [{"score": 1, "reason": "in"}]}') == Verdict(1, "in")
 
 
 @pytest.mark.parametrize("score", ["true", '"1"', "1.0", "false", "0.0", "1e0", "null"])
@@ -75,8 +119,8 @@ def test_a_verdict_that_names_a_key_twice_is_no_verdict(text: str, key: str) -> 
     found = extract_from_text(f"My verdict: {text}")
     assert found.verdict is None
     assert found.problem == (
-        f'the last object with a score was rejected: "{key}" was given twice, so which one the '
-        "judge meant is unknown"
+        f'the judge\'s last verdict is malformed: "{key}" was given twice, so which one the '
+        "judge meant is unknown; no earlier or nested object stands in for it"
     )
     # Another key twice is the judge's own business: the verdict stands.
     assert verdict_of('{"score": 1, "reason": "ok", "notes": 1, "notes": 2}') == Verdict(1, "ok")
@@ -578,6 +622,62 @@ def test_a_later_window_s_verdict_wins_even_early_in_its_window() -> None:
             scanner.feed(text[start : start + piece])
         assert scanner.finish() == scan_text(text), piece
         assert scan_text(text).verdict == Verdict(score=1, reason="new")
+
+
+def test_a_malformed_verdict_in_a_later_window_ends_the_search() -> None:
+    draft = '{"score": 1, "reason": "draft"}'
+    final = '{"score": false, "reason": "final"}'
+    text = "x" * 100 + draft + "y" * 60 + final + "z" * 300
+    for piece in (1, 7, 64, len(text)):
+        scanner = streamscan.StreamScanner(step=64, reach=64)
+        for start in range(0, len(text), piece):
+            scanner.feed(text[start : start + piece])
+        found = scanner.finish()
+        assert found == scan_text(text), piece
+        assert found.verdict is None and found.malformed
+    # The other way round, the later valid verdict stands.
+    text = "x" * 100 + final + "y" * 60 + draft + "z" * 300
+    scanner = streamscan.StreamScanner(step=64, reach=64)
+    scanner.feed(text)
+    assert scanner.finish().verdict == Verdict(score=1, reason="draft")
+
+
+def _gemini_answer(text: str) -> str:
+    return json.dumps({"type": "message", "role": "assistant", "content": text, "delta": True})
+
+
+def _openhands_finish(text: str) -> str:
+    action = {"kind": "FinishAction", "message": text}
+    return json.dumps({"kind": "ActionEvent", "tool_name": "finish", "action": action})
+
+
+@pytest.mark.parametrize(
+    ("dialect", "lines"),
+    [
+        ("text", ['Draft: {"score": 1, "reason": "d"}', 'Final: {"score": "0"}']),
+        (
+            "claude",
+            [
+                _event(
+                    result='Draft: {"score": 1, "reason": "d"} Final: {"score": false}',
+                    # The constrained answer never stands in for a malformed one in the text.
+                    structured_output={"score": 1, "reason": "d"},
+                )
+            ],
+        ),
+        ("gemini", [_gemini_answer('{"score": 1} then {"score": 0, "score": 0}')]),
+        ("openhands", [_openhands_finish('{"score": 1} then {"score": 0, "reason": [1]}')]),
+    ],
+)
+def test_every_dialect_refuses_to_let_a_draft_stand_in_for_a_malformed_final_verdict(
+    tmp_path: Path, dialect: str, lines: list[str]
+) -> None:
+    path = tmp_path / "stdout.txt"
+    path.write_text("\n".join(lines) + "\n")
+    found = extract_verdict(dialect=dialect, stdout_path=path)
+    assert found.verdict is None, found
+    assert found.malformed
+    assert found.problem is not None and "last verdict is malformed" in found.problem
 
 
 def test_a_file_with_bytes_that_are_not_utf8_is_still_scanned(tmp_path: Path) -> None:

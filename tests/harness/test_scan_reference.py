@@ -22,14 +22,33 @@ from eval_banana.harness.verdictobjects import ScanResult, Verdict, classify, re
 NOTHING = 'no JSON object with a "score" key was found'
 
 
+def _loose(value: object) -> bool:
+    """Read as 0 or 1 by Python equality, or a digit in a string (eval-banana's reading)."""
+    if isinstance(value, str):
+        return value.strip() in ("0", "1")
+    return isinstance(value, (int, float)) and value in (0, 1)
+
+
+def _malformed(why: str) -> ScanResult:
+    problem = (
+        f"the judge's last verdict is malformed: {why}; no earlier or nested object stands in "
+        "for it"
+    )
+    return ScanResult(verdict=None, problem=problem, malformed=True)
+
+
 def reference(text: str) -> ScanResult:
-    """Decode at every `{`; the valid verdict that closes last wins, else the last rejected.
-    An object naming `score` or `reason` twice is rejected."""
+    """Decode at every `{`; of the valid verdicts and the malformed ones (refused, but some
+    `score` they give reads loosely as 0 or 1) the one that closes last decides, else the last
+    rejected. An object naming `score` or `reason` twice is refused."""
     # id of a decoded object -> the verdict key it names twice (the objects stay alive).
     repeats: dict[int, str] = {}
+    loose: set[int] = set()
 
     def pairs_hook(pairs: list[tuple[str, object]]) -> dict[str, object]:
         obj = dict(pairs)
+        if any(key == "score" and _loose(value) for key, value in pairs):
+            loose.add(id(obj))
         keys = [key for key, _ in pairs]
         for index, key in enumerate(keys):
             if key in ("score", "reason") and key in keys[:index]:
@@ -38,12 +57,13 @@ def reference(text: str) -> ScanResult:
         return obj
 
     decoder = json.JSONDecoder(object_pairs_hook=pairs_hook)
-    best: tuple[int, Verdict] | None = None
+    best: tuple[int, Verdict | str] | None = None
     rejected: tuple[int, str] | None = None
     for start, char in enumerate(text):
         if char != "{":
             continue
         repeats.clear()
+        loose.clear()
         try:
             value, end = decoder.raw_decode(text, start)
         except (ValueError, RecursionError):
@@ -51,18 +71,19 @@ def reference(text: str) -> ScanResult:
         if not isinstance(value, dict) or "score" not in value:
             continue
         repeated = repeats.get(id(value))
-        if repeated is not None:
-            if rejected is None or end > rejected[0]:
-                rejected = (end, rejection(value, repeated=repeated))
-            continue
-        outcome = classify(value)
-        if isinstance(outcome, Verdict):
+        outcome = classify(value) if repeated is None else "refused"
+        if isinstance(outcome, Verdict) or id(value) in loose:
+            if isinstance(outcome, str):
+                outcome = rejection(value, repeated=repeated)
             if best is None or end > best[0]:
                 best = (end, outcome)
         elif rejected is None or end > rejected[0]:
-            rejected = (end, rejection(value))
+            rejected = (end, rejection(value, repeated=repeated))
     if best is not None:
-        return ScanResult(verdict=best[1], problem=None)
+        found = best[1]
+        if isinstance(found, str):
+            return _malformed(found)
+        return ScanResult(verdict=found, problem=None)
     if rejected is not None:
         return ScanResult(
             verdict=None, problem=f"the last object with a score was rejected: {rejected[1]}"
@@ -78,6 +99,8 @@ SHALLOW = st.sampled_from(
         "{ x", "{}", '"a": ', '{"a": "', '\\"', '{"score": 1, "reason": 5}',
         "\\\\", '"\\\\"', '{"n": "{', '"}', '{"score": 1, "reason": "q\\"{"}',
         '{"score": 0, "score": 1}', '"score": 1, ', '{"reason": "a", "reason": "b", "score": 1}',
+        '{"score": "1"}', '{"score": 0, "reason": {"score": 1}}', '{"score": 2, "score": 0}',
+        '{"score": "high"}', '{"score": 0.0, "r": ',
     ]
 )  # fmt: skip
 
@@ -92,7 +115,7 @@ def test_scan_agrees_with_the_reference(pieces: list[str]) -> None:
 DEEP = st.tuples(
     st.sampled_from(
         ['{"a":', "[", '{"a": "', '"', "]", "}", '{"score": 1}', '{"score": 0, "reason": "d"}',
-         "\\", " x ", '{"score": 1, "n": ', '{"score": 3}']
+         "\\", " x ", '{"score": 1, "n": ', '{"score": 3}', '{"score": false}']
     ),
     st.sampled_from([1, 2, 255, 256, 257, 300, 1100]),
 )  # fmt: skip
@@ -151,7 +174,8 @@ def test_a_rejected_score_object_says_which_field_is_wrong(
 ) -> None:
     # The reference scan words its findings with this same function, so it is pinned here.
     assert rejection(candidate) == why
-    assert scan_text("said " + json.dumps(candidate)).problem.endswith(why)
+    problem = scan_text("said " + json.dumps(candidate)).problem
+    assert problem is not None and why in problem
 
 
 # Found by mutation testing: a `{` inside a string of a decode that failed must still be tried
