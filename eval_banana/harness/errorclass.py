@@ -162,7 +162,7 @@ def _signal_cause(exit_code: int | None) -> str | None:
 def classify_judge_error(
     *,
     exit_code: int | None,
-    has_verdict: bool,
+    answered: bool,
     event: dict[str, Any] | None,
     error_event: dict[str, Any] | None,
     stderr_path: Path | None,
@@ -170,8 +170,38 @@ def classify_judge_error(
     """The class of an error of an agent process that ran to its end (not timed out or stopped).
 
     A verdict error needs the agent to have exited 0 without an error event and without a
-    provider failure on stderr; anything else is the infrastructure's.
+    provider failure on stderr; anything else is the infrastructure's. `answered`: the agent
+    printed a verdict, or a malformed one; its error is then never transient, whatever failed
+    after it: a retry would ask the judge again until it says 1.
     """
+    found = _unanswered_cause(
+        exit_code=exit_code,
+        answered=answered,
+        event=event,
+        error_event=error_event,
+        stderr_path=stderr_path,
+    )
+    return answered_cause(found) if answered else found
+
+
+def answered_cause(found: ErrorCause) -> ErrorCause:
+    """The infrastructure's error of an agent that had printed its answer (a verdict, or a
+    malformed one) before it failed or timed out: never transient, as a verdict is never run
+    again until it says 1."""
+    if found.error_class != "infrastructure" or not found.transient:
+        return found
+    return found._replace(cause=f"{found.cause} after answering", transient=False)
+
+
+def _unanswered_cause(
+    *,
+    exit_code: int | None,
+    answered: bool,
+    event: dict[str, Any] | None,
+    error_event: dict[str, Any] | None,
+    stderr_path: Path | None,
+) -> ErrorCause:
+    """The class and cause, by the evidence in order of trust (the module's docstring)."""
     found = _from_events(event=event, error_event=error_event)
     if found is not None:
         return found
@@ -186,7 +216,7 @@ def classify_judge_error(
     text = _from_text(_tail_text(stderr_path))
     if exit_code not in (0, None):
         return text or _infra(f"the agent crashed (exit code {exit_code})")
-    if text is not None and not has_verdict:
+    if text is not None and not answered:
         return text
     return ErrorCause("verdict", "no valid verdict")
 

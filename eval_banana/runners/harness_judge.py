@@ -23,7 +23,12 @@ from eval_banana.harness.command import (
     prompt_argument_problem,
 )
 from eval_banana.harness.effort import effort_outcome
-from eval_banana.harness.errorclass import ErrorCause, classify_judge_error, launch_cause
+from eval_banana.harness.errorclass import (
+    ErrorCause,
+    answered_cause,
+    classify_judge_error,
+    launch_cause,
+)
 from eval_banana.harness.prompt import PROMPT_VERSION, judge_prompt
 from eval_banana.harness.resolve import effective_model, injection_problem
 from eval_banana.harness.structured import (
@@ -221,15 +226,22 @@ def _judged(
         _classed(details=details, found=stop_error_cause(cancel=ctx.cancel))
         details[STOPPED] = True
         return error_result(error_detail=stopped_detail(cancel=ctx.cancel), **common)
+    dialect = str(details["output_dialect"])
+    found: Extraction = extract_verdict(dialect=dialect, stdout_path=outcome.stdout_path)
+    # The judge gave its answer (a verdict, or a malformed one): whatever failed after it, the
+    # error is never retried (eval_banana.harness.errorclass).
+    answered = found.verdict is not None or found.malformed
+    if found.verdict is not None and (outcome.timed_out or outcome.exit_code != 0):
+        # What it answered before it failed: the error stands, and no retry replaces it.
+        details["printed_verdict"] = found.verdict._asdict()
     if outcome.timed_out:
         limit = details["timeout_seconds"]
         details["agent_failure"] = "timeout"
-        _classed(details=details, found=ErrorCause("infrastructure", "timeout"))
+        timeout = ErrorCause("infrastructure", "timeout")
+        _classed(details=details, found=answered_cause(timeout) if answered else timeout)
         return error_result(
             error_detail=f"Harness judge subprocess timed out after {limit} seconds", **common
         )
-    dialect = str(details["output_dialect"])
-    found: Extraction = extract_verdict(dialect=dialect, stdout_path=outcome.stdout_path)
     usage = read_usage(
         dialect=dialect, usage_event=found.usage_event, stderr_path=outcome.stderr_path
     )
@@ -258,7 +270,7 @@ def _judged(
     if code != 0 or verdict is None:
         found_cause = classify_judge_error(
             exit_code=code,
-            has_verdict=verdict is not None,
+            answered=answered,
             event=found.usage_event,
             error_event=found.error_event,
             stderr_path=outcome.stderr_path,

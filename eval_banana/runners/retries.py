@@ -5,9 +5,11 @@ an agent process that ran (`details.agent_failure`: a non-zero exit, a timeout, 
 whose cause is transient (`details.error_transient`) is run again: a rate limit, a provider
 outage, a crash or a timeout may pass the next time; a missing CLI (a wrapper's exit 127) or
 refused credentials (HTTP 401/403) would fail the same way. A pass
-or a fail is a verdict and stands; a `verdict` error (the agent answered without a valid
-verdict) would most likely answer the same way; a stop (interrupt, fuse) ends the run; a setup
-error (no agent, a model the template cannot take, a prompt too large) would fail the same way.
+or a fail is a verdict and stands, and so does an agent's failure after it printed a verdict or
+a malformed one (never transient: eval_banana.harness.errorclass); a `verdict` error (the agent
+answered without a valid verdict) would most likely answer the same way; a stop (interrupt,
+fuse) ends the run; a setup error (no agent, a model the template cannot take, a prompt too
+large) would fail the same way.
 
 Every attempt runs under the check's evidence stem, so `checks/<stem>.stdout.txt` and its
 siblings always hold the latest attempt and every reader of one attempt keeps working. Before

@@ -29,7 +29,7 @@ def _classify(*, tmp_path: Path, agent: str, stdout: str, stderr: str, code: int
     found = extract_verdict(dialect=dialect, stdout_path=out if stdout else None)
     return classify_judge_error(
         exit_code=code,
-        has_verdict=found.verdict is not None,
+        answered=found.verdict is not None or found.malformed,
         event=found.usage_event,
         error_event=found.error_event,
         stderr_path=err,
@@ -138,6 +138,33 @@ def test_a_verdict_with_a_non_zero_exit_is_infrastructure(tmp_path: Path) -> Non
         tmp_path=tmp_path, agent="pi", stdout='{"score": 1, "reason": "ok"}', stderr="", code=1
     )
     assert found.error_class == "infrastructure"
+    # Never transient: a retry would ask again for the verdict it gave.
+    assert found == ErrorCause(
+        "infrastructure", "the agent crashed (exit code 1) after answering", False
+    )
+
+
+@pytest.mark.parametrize(
+    ("stdout", "code", "found"),
+    [
+        ('{"score": false}', 0, ErrorCause("verdict", "no valid verdict")),
+        ('{"score": false}', 1, ErrorCause("infrastructure", "HTTP 429 after answering", False)),
+        ('{"score": 2}', 0, ErrorCause("infrastructure", "HTTP 429")),
+        ("", 1, ErrorCause("infrastructure", "HTTP 429")),
+    ],
+)
+def test_an_agent_that_answered_is_never_transient(
+    stdout: str, code: int, found: ErrorCause, tmp_path: Path
+) -> None:
+    # The words of a rate limit on stderr do not make an answer something to ask again.
+    got = _classify(
+        tmp_path=tmp_path,
+        agent="pi",
+        stdout=stdout,
+        stderr="Error: 429 Too Many Requests",
+        code=code,
+    )
+    assert got == found
 
 
 @pytest.mark.parametrize(

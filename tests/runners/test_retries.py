@@ -6,8 +6,10 @@ instructions, a line `plan=<name>:<step>,<step>,...`, and counts its calls in
 be caught by judge isolation): call n performs step n (the last step repeats). Steps:
 `exit` (exit 3 with a message on stderr), `noverdict` (exit 0, prose only), `hang` (outlive
 the judge timeout), `pass` / `fail` (a verdict), `e429` / `e401` (a failed result event with
-that `api_error_status`, as Claude Code prints when the model server refuses, then exit 1), each
-optionally `+tokens` (a result event reporting 30 tokens and $0.01, for the fuses).
+that `api_error_status`, as Claude Code prints when the model server refuses, then exit 1),
+`failexit` / `failhang` (the verdict 0, then exit 2 / outlive the timeout), `badexit` (a draft
+verdict 1, then a malformed final `{"score": false}`, then exit 2), each optionally `+tokens`
+(a result event reporting 30 tokens and $0.01, for the fuses).
 """
 
 from __future__ import annotations
@@ -47,6 +49,14 @@ AGENT = textwrap.dedent(
         print(json.dumps({"type": "result", "subtype": "success", "is_error": False,
                           "result": "thinking", "usage": {"input_tokens": 20, "output_tokens": 10},
                           "total_cost_usd": 0.01}))
+    if step in ("failexit", "failhang"):
+        print(json.dumps({"score": 0, "reason": f"verdict on attempt {call}"}), flush=True)
+    if step == "badexit":
+        print('Draft: {"score": 1, "reason": "at first glance"} Final: {"score": false}')
+    if step in ("failexit", "badexit"):
+        sys.exit(2)
+    if step == "failhang":
+        time.sleep(30)
     if step == "exit":
         sys.exit(3)
     if step in ("e429", "e401"):
@@ -210,6 +220,30 @@ def test_a_failing_verdict_is_never_retried(project: Project, eb: Eb) -> None:
     check = checks_of(root)["j"]
     assert check["status"] == "failed" and len(check["details"]["attempts"]) == 1
     assert "after" not in result.stdout  # nothing to flag: one attempt
+    assert not list((run_dir_of(root) / "checks").glob("*.attempt*"))
+
+
+@pytest.mark.parametrize("step", ["failexit", "failhang", "badexit"])
+def test_a_verdict_printed_before_the_agent_failed_is_never_retried(
+    project: Project, eb: Eb, step: str
+) -> None:
+    # The judge said 0 (or gave a malformed verdict), then exited 2 or hung: the non-zero exit
+    # keeps it an error, but running it again would ask until it says 1.
+    root = make(project, {"j": f"{step},pass"}, retries=2)
+    result = eb("run", "--cwd", str(root))
+    assert result.exit_code == 1, result.stdout
+    assert calls(root, "j") == 1
+    check = checks_of(root)["j"]
+    assert check["status"] == "error" and len(check["details"]["attempts"]) == 1
+    details = check["details"]
+    assert details["error_class"] == "infrastructure"
+    assert details["error_transient"] is False
+    assert details["error_cause"].endswith("after answering")
+    if step == "badexit":
+        assert "printed_verdict" not in details
+        assert "last verdict is malformed" in details["verdict_problem"]
+    else:
+        assert details["printed_verdict"] == {"score": 0, "reason": "verdict on attempt 1"}
     assert not list((run_dir_of(root) / "checks").glob("*.attempt*"))
 
 
