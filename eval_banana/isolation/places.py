@@ -145,26 +145,34 @@ def state_places(*, config: ConfigDoc, run_dir: Path) -> StatePlaces:
 
 class ReadOnly(NamedTuple):
     """What a copy's private mount namespace makes read-only (absolute paths that exist), and
-    the folders inside those that stay writable there (the current run folder, where a check
-    writes its evidence)."""
+    the current run's `checks/` folder, in which a deterministic check's own evidence folder
+    stays writable there (`writable_for`)."""
 
     paths: list[str]
-    writable: list[str]
+    checks: str
+
+    def writable_for(self, *, check_type: str, stem: str) -> list[str]:
+        """The folders bound writable again for one check: a deterministic check's
+        `checks/<stem>/`, its `output_dir` (eb makes it before the check starts). A judge writes
+        nothing there: eb writes its output through descriptors opened before it started."""
+        if not self.paths or check_type != "deterministic":
+            return []
+        return [os.path.join(self.checks, stem)]
 
 
 def read_only_places(*, config: ConfigDoc, places: StatePlaces, run_dir: Path) -> ReadOnly:
-    """eb's state as a copy's namespace mounts it: the cache folder, the calibration record
-    and each output folder whole (one mount however many runs it holds), but not the current
-    run folder (nor an output folder that is the run folder itself, --flat-output)."""
+    """eb's state as a copy's namespace mounts it: the cache folder, the calibration record,
+    each output folder whole (one mount however many runs it holds) and the current run folder:
+    a check or a judge that could write there could rewrite another check's output while eb
+    reads it (a judge appending a verdict to another judge's stdout file)."""
     from eval_banana.settings.folders import written_folders
 
     current = str(real_path(run_dir))
-    wanted = {places.cache, *places.files}
+    wanted = {places.cache, *places.files, current}
     wanted.update(str(real_path(folder)) for folder in written_folders(config=config))
     paths = sorted(
-        path
-        for path in wanted
-        if os.path.exists(path) and path != current and not path.startswith(current + os.sep)
+        path for path in wanted if os.path.exists(path) and not path.startswith(current + os.sep)
     )
-    inside = any(current.startswith(path + os.sep) for path in paths)
-    return ReadOnly(paths=paths, writable=[current] if inside else [])
+    if any(current.startswith(path + os.sep) for path in paths):
+        paths.remove(current)  # inside an output folder, that folder's mount covers it
+    return ReadOnly(paths=paths, checks=os.path.join(current, "checks"))

@@ -209,7 +209,7 @@ class IsolationSession:
         self.monitor = monitor
         self.state = state
         # What a copy's private namespace mounts read-only, and what stays writable inside.
-        self.mounts = ReadOnly(paths=[], writable=[])
+        self.mounts = ReadOnly(paths=[], checks="")
 
     @classmethod
     def open(
@@ -288,7 +288,7 @@ class IsolationSession:
             root=self.root,
             paths=monitor.paths,
             read_only=self.mounts.paths,
-            writable=self.mounts.writable,
+            writable=self.mounts.writable_for(check_type=check.type, stem=key),
         )
         view = ProjectView(path=workspace.path, cwd=workspace.cwd, wrap=workspace.wrap)
         monitor.started(key=key)  # writes through absolute paths still reach the project

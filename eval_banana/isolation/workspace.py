@@ -287,7 +287,8 @@ def make_workspace(
 
     `namespace` says how an overlay is entered (default: as this process needs it). An overlay
     entered as root also binds the `read_only` paths read-only in its namespace, and then the
-    `writable` ones inside them writable again (eb's state; the current run folder).
+    `writable` ones inside them writable again (eb's state and the current run folder; a
+    deterministic check's own evidence folder).
     """
     chosen: Method = method or ("overlay" if overlay_usable() else "copy")
     scratch = Path(tempfile.mkdtemp(prefix=prefix))
