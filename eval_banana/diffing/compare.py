@@ -61,6 +61,21 @@ def _left_out(*, check: CheckOutcome, by: RunSummary) -> bool:
     return narrowed.files is None or check.source in narrowed.files
 
 
+def _cut_short(check: CheckOutcome) -> bool:
+    """Whether the run stopped before the check had a verdict (never started it, or ended it
+    part-way) and no samples that answered decide it."""
+    return check.unfinished and check.settled is None
+
+
+def _could_not_judge(check: CheckOutcome) -> bool:
+    """The provider or the agent failed (an infrastructure error): the check was not judged,
+    so it neither regressed nor still fails; it is listed apart (a retry or a rerun decides).
+    A sampled judge whose other samples already decide it was judged all the same. A check
+    the run stopped before its verdict (an interrupt, a cancelled CI job) is not: its judge
+    never failed, the run did, and a run that judged nothing must not read as no regression."""
+    return check.error_class == "infrastructure" and check.settled is None and not check.unfinished
+
+
 def compare(*, base: RunSummary, head: RunSummary) -> RunDiff:
     """Every check of both runs in its categories (head's order, then base-only checks)."""
     regressions: list[DiffEntry] = []
@@ -87,10 +102,7 @@ def compare(*, base: RunSummary, head: RunSummary) -> RunDiff:
                 unselected_in_base.append(entry)
             else:
                 new_checks.append(entry)
-        if now.error_class == "infrastructure" and now.settled is None:
-            # The provider or the agent failed: the check was not judged, so it neither
-            # regressed nor still fails; it is listed apart (a retry or a rerun decides).
-            # A sampled judge whose other samples already decide it was judged all the same.
+        if _could_not_judge(now):
             could_not_judge.append(entry)
             if before is not None and entry.definition_changed:
                 changed.append(entry)
@@ -110,6 +122,10 @@ def compare(*, base: RunSummary, head: RunSummary) -> RunDiff:
             regressions.append(entry)
         elif passes:
             fixes.append(entry)
+        elif _cut_short(before):
+            # Base stopped before it judged the check: nobody can say it passed before, so
+            # not passing now is a new failure, as a new check's is.
+            regressions.append(entry)
         else:
             still_failing.append(entry)
     families = _family_changes(base=base, head=head)

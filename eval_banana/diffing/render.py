@@ -13,6 +13,7 @@ from eval_banana.diffing.compare import DIFF_JSON
 from eval_banana.models.diff import DiffEntry, DiffRun, FamilyChange, FamilySide, RunDiff
 from eval_banana.reporttext.families import gate_of, rate_of_family
 from eval_banana.reporttext.markdown import md_cell, md_text
+from eval_banana.runners.results import STOP_REASON_TEXT
 
 FORMATS: tuple[str, ...] = ("text", "md", "json")
 # A pull-request comment holds at most 65,536 characters: long categories are cut, with a count.
@@ -87,12 +88,46 @@ def _ratio(number: float, *, signed: bool = False) -> str:
 
 
 def headline(diff: RunDiff) -> str:
+    """`2 regressions, 1 family gate broken`, then which run was aborted and by what: a run cut
+    short must never read as a plain `no regressions`."""
     count = len(diff.regressions)
     broke = sum(change.gate_broke for change in diff.families)
     parts = [plural(count=count, noun="regression")] if count else []
     if broke:
         parts.append(f"{plural(count=broke, noun='family gate')} broken")
-    return ", ".join(parts) or "no regressions"
+    aborted = [f"{name} run aborted ({run.aborted_by})" for name, run in _aborted_runs(diff)]
+    return "; ".join([", ".join(parts) or "no regressions", *aborted])
+
+
+def _aborted_runs(diff: RunDiff) -> list[tuple[str, DiffRun]]:
+    """The sides whose run was aborted, head first (the run under judgement)."""
+    return [
+        (name, run) for name, run in (("head", diff.head), ("base", diff.base)) if run.aborted_by
+    ]
+
+
+def _why_aborted(run: DiffRun) -> str:
+    """`interrupt: interrupted`, as the run's own console said it."""
+    reason = run.aborted_by or ""
+    return f"{reason}: {STOP_REASON_TEXT.get(reason, reason)}"
+
+
+def aborted_warnings(diff: RunDiff) -> list[str]:
+    """One line per aborted run: what stopped it, how many of its checks it left without a
+    verdict, and what the diff makes of them."""
+    lines = []
+    for name, run in _aborted_runs(diff):
+        checks = plural(count=run.total_checks, noun="check")
+        counted = (
+            "each that passed in base, or is new, is a regression"
+            if name == "head"
+            else "each that does not pass in head is a regression"
+        )
+        lines.append(
+            f"The {name} run was aborted ({_why_aborted(run)}): {run.unfinished_checks:,} of "
+            f"its {checks} never started or stopped before a verdict; {counted}."
+        )
+    return lines
 
 
 def _family_side(side: FamilySide | None) -> str:
@@ -157,9 +192,11 @@ def _gate_rate(side: FamilySide | None) -> float | None:
 
 def _side(name: str, run: DiffRun) -> str:
     selected = f", selected with {run.selection}" if run.selection else ""
+    aborted = f", ABORTED ({_why_aborted(run)})" if run.aborted_by else ""
     return (
         f"{name}: {run.run_id} ({run.run_dir}): {run.points_earned}/{run.total_points} points, "
-        f"{_percent(run.pass_rate)}, {'passed' if run.run_passed else 'not passed'}{selected}"
+        f"{_percent(run.pass_rate)}, {'passed' if run.run_passed else 'not passed'}"
+        f"{aborted}{selected}"
     )
 
 
@@ -173,6 +210,7 @@ def render_text(diff: RunDiff) -> str:
         f"Pass rate: {_ratio(diff.base.pass_rate)} -> {_ratio(diff.head.pass_rate)} "
         f"({_ratio(diff.pass_rate_delta, signed=True)}; "
         f"{_percent(diff.base.pass_rate)} -> {_percent(diff.head.pass_rate)})",
+        *aborted_warnings(diff),
     ]
     unselected = _unselected(diff)
     listed: dict[str, str] = {}  # check id -> the heading it was first listed under
@@ -248,6 +286,10 @@ def _md_table(entries: list[DiffEntry], *, unselected: frozenset[str]) -> list[s
     return rows
 
 
+def _md_aborted(run: DiffRun) -> str:
+    return f"**yes** ({md_cell(_why_aborted(run))})" if run.aborted_by else "no"
+
+
 def _md_selection(flags: str | None) -> str:
     return f"`{md_cell(flags)}`" if flags else "every check"
 
@@ -272,6 +314,9 @@ def render_md(diff: RunDiff) -> str:
         lines.append(
             f"| Selection | {_md_selection(base.selection)} | {_md_selection(head.selection)} | |"
         )
+    if base.aborted_by or head.aborted_by:
+        lines.append(f"| Aborted | {_md_aborted(base)} | {_md_aborted(head)} | |")
+    lines += [line for warning in aborted_warnings(diff) for line in ("", f"> **{warning}**")]
     unselected = _unselected(diff)
     for attribute, heading in CATEGORIES:
         entries: list[DiffEntry] = getattr(diff, attribute)

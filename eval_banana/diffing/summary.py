@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, get_args
 
 from eval_banana.core.errors import RunFolderError, StageFileError
 from eval_banana.core.files import sha256_bytes
@@ -21,8 +21,8 @@ from eval_banana.core.words import one_line
 from eval_banana.diffing.narrowed import Narrowed, read_narrowed
 from eval_banana.models.diff import DiffRun, FamilySide, Outcome
 from eval_banana.models.repeats import RULES, settled_whatever_undecided
-from eval_banana.models.result import ERROR_CLASSES, ErrorClass
-from eval_banana.models.stages import ReportDoc
+from eval_banana.models.result import ERROR_CLASSES, NOT_RUN, STOPPED, ErrorClass
+from eval_banana.models.stages import AbortReason, ReportDoc
 from eval_banana.runners.results import judged_outcome
 from eval_banana.settings.rundir import run_folder_hint
 from eval_banana.stagefiles.layout import REPORT_JSON, stage_path
@@ -33,6 +33,7 @@ _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _STATUSES = frozenset({"passed", "failed", "error"})
 _KIND_NAMES = {str: "string", int: "whole number", list: "list"}
 RATE_DIGITS = 6  # ratios in diff.json: enough to tell one check in a million apart
+_ABORT_REASONS: tuple[AbortReason, ...] = get_args(AbortReason)
 
 
 class CheckOutcome(NamedTuple):
@@ -45,6 +46,10 @@ class CheckOutcome(NamedTuple):
     # while the ones that answered already decide it under its rule whatever the errored ones
     # would have said: that verdict (its expectation applied); None for any other check.
     settled: Literal["passed", "failed"] | None = None
+    # The run stopped before the check had a verdict: it never started it (details.not_run)
+    # or ended it part-way (details.stopped). Whatever its error class, nobody judged it
+    # because the run was cut short, not because the provider failed.
+    unfinished: bool = False
 
     @property
     def judged(self) -> Outcome:
@@ -116,7 +121,8 @@ def _outcome(*, check: dict[str, Any], path: Path, where: str, root: str) -> Che
     if status not in _STATUSES:
         raise _bad(path=path, where=f"{where}.status", problem="must be passed, failed or error")
     details = check.get("details")
-    not_run = isinstance(details, dict) and details.get("not_run") is True
+    not_run = isinstance(details, dict) and details.get(NOT_RUN) is True
+    stopped = status == "error" and isinstance(details, dict) and details.get(STOPPED) is True
     digest = _field(document=check, key="check_definition_sha256", kind=str, path=path, where=where)
     outcome: Outcome = "not_run" if not_run else status
     found = details.get("error_class") if isinstance(details, dict) else None
@@ -132,6 +138,7 @@ def _outcome(*, check: dict[str, Any], path: Path, where: str, root: str) -> Che
         error_class=error_class,
         source=_source(check=check, root=root),
         settled=_settled(details=details, expect=check.get("expect")) if judged_nothing else None,
+        unfinished=not_run or stopped,
     )
 
 
@@ -202,6 +209,8 @@ def summarize_report(
         pass_rate=round(earned / total, RATE_DIGITS) if total else 0.0,
         run_passed=report.get("run_passed") is True,
         selection=narrowed.flags if narrowed is not None else None,
+        aborted_by=_aborted_by(report=report, path=path),
+        unfinished_checks=sum(1 for outcome in outcomes.values() if outcome.unfinished),
     )
     return RunSummary(
         run=run,
@@ -210,6 +219,18 @@ def summarize_report(
         narrowed=narrowed,
         skipped=_skipped(report=report, path=path),
     )
+
+
+def _aborted_by(*, report: dict[str, Any], path: Path) -> AbortReason | None:
+    """report.json `aborted_by`: what stopped the run (absent in eval-banana's reports: none)."""
+    found = report.get("aborted_by")
+    if found is None:
+        return None
+    for reason in _ABORT_REASONS:
+        if found == reason:
+            return reason
+    names = ", ".join(_ABORT_REASONS)
+    raise _bad(path=path, where="$.aborted_by", problem=f"must be null or one of {names}")
 
 
 def _refuse_contradiction(

@@ -9,6 +9,7 @@ from typing import Literal
 
 from eval_banana.core.record import Field, Record
 from eval_banana.models.result import ErrorClass
+from eval_banana.models.stages import AbortReason
 
 # A check's outcome as the diff names it: a check the run never started is `not_run` here
 # (report.json records it as `error` with details.not_run).
@@ -32,6 +33,19 @@ class DiffRun(Record):
         description="The flags that narrowed the run's selection (`--changed-since main`, "
         "`-k refund`, `--shard 2/4`), from its stages/config.json; null: it selected every "
         "check, or its folder does not say.",
+    )
+    aborted_by: AbortReason | None = Field(
+        default=None,
+        description="What stopped the run before it ended (its report.json `aborted_by`: an "
+        "interrupt such as a cancelled CI job's SIGTERM, a fuse, a write or resource fault); "
+        "null: it ran to its end.",
+    )
+    unfinished_checks: int = Field(
+        default=0,
+        ge=0,
+        description="Its checks the run stopped before they had a verdict: never started "
+        "(details.not_run: an abort or maxfail) or ended part-way (details.stopped). In head, "
+        "each one that passed in base (or is new) is a regression, whatever its error class.",
     )
 
 
@@ -112,12 +126,17 @@ class RunDiff(Record):
     regressions: list[DiffEntry] = Field(
         description="Passed in base and not in head (failed, error or not run), and new (or "
         "no longer skipped) checks that do not pass: what got worse (an infrastructure "
-        "error is in could_not_judge instead). Any entry makes `eb diff` exit 1."
+        "error is in could_not_judge instead, unless the run stopped before the check had a "
+        "verdict: never started or ended part-way by an abort). A check base stopped before "
+        "its verdict (an abort, maxfail) that does not pass in head is one too: nobody can "
+        "say it passed before. Any entry makes `eb diff` exit 1."
     )
     could_not_judge: list[DiffEntry] = Field(
         default_factory=list,
         description="An infrastructure error in head (details.error_class): the provider or "
-        "the agent failed, so nobody judged the check. Never a regression, whatever base was.",
+        "the agent failed, so nobody judged the check. Never a regression, whatever base was. "
+        "Not a check the run stopped before its verdict (an interrupted or aborted run's "
+        "never started or stopped checks): those are regressions when they passed in base.",
     )
     fixes: list[DiffEntry] = Field(description="Did not pass in base, passes in head.")
     still_failing: list[DiffEntry] = Field(description="Does not pass in either run.")

@@ -19,7 +19,7 @@ import pytest
 from eval_banana.diffing.render import render_text
 from eval_banana.models.diff import RunDiff
 from tests.conftest import EbResult, check_yaml
-from tests.processes import eb_process
+from tests.processes import eb_interrupted, eb_process
 
 FAIL = "raise SystemExit(1)"
 BASE = {
@@ -578,6 +578,91 @@ def test_an_infrastructure_error_is_could_not_judge_not_a_regression(
     md_report = (runs["head"] / "report.md").read_text()
     assert "3 errors: 2 infrastructure (HTTP 429), 1 verdict" in md_report
     assert "- Error class: `infrastructure` (HTTP 429)" in md_report
+
+
+# A judge agent the file `mode.txt` beside the project drives: `slow` (says it started, then
+# waits to be stopped, as a judge waiting on its provider does), `fail`, or anything else: pass.
+SLOW_AGENT = """\
+import json, sys, time
+from pathlib import Path
+here = Path(sys.argv[0]).resolve().parent.parent
+mode = (here / "mode.txt").read_text().strip()
+if mode == "slow":
+    (here / "started").write_text("")
+    time.sleep(60)
+print(json.dumps({"score": int(mode != "fail"), "reason": mode}))
+"""
+SLOW_JUDGES = ("j1", "j2", "j3", "j4")
+
+
+def test_a_judge_an_interrupted_run_never_judged_is_a_regression_and_the_abort_is_told(
+    project: Callable[..., Path], tmp_path: Path
+) -> None:
+    """A cancelled CI job SIGTERMs the head run: its judges end as `infrastructure` errors
+    (cause interrupted), never started or stopped. They were not judged because the run was
+    cut short, not because a provider failed: each that passed in base is a regression, and
+    every format says the head run was aborted. `eb diff` alone takes the aborted run for
+    `latest` (naming it loudly) rather than passing over it to older runs."""
+    from tests.conftest import PYTHON
+
+    config = (
+        '[core]\noutput_dir = "runs"\nmax_parallel_checks = 1\n\n[cache]\nmode = "off"\n\n'
+        '[harness]\nagent = "stand_in"\n\n[agents.stand_in]\n'
+        f'command = ["{PYTHON}", "agent.py"]\nmodel_flag = ""\n'
+    )
+    files = {"agent.py": SLOW_AGENT}
+    for check_id in SLOW_JUDGES:
+        files[f"eval_checks/{check_id}.yaml"] = (
+            f"schema_version: 1\nid: {check_id}\ntype: harness_judge\ndescription: d\n"
+            f"instructions: Judge {check_id}.\n"
+        )
+    root = project(files, config=config)
+    mode = root.parent / "mode.txt"
+    mode.write_text("pass")
+    assert eb_process(root, "run").returncode == 0
+    mode.write_text("slow")
+    stopped = eb_interrupted(root, "run", started=root.parent / "started", signum=signal.SIGTERM)
+    assert stopped.returncode == 3, stopped.stdout + stopped.stderr
+    base, head = sorted((root / "runs").iterdir())
+    report = json.loads((head / "report.json").read_text())
+    assert report["aborted_by"] == "interrupt" and report["points_earned"] == 0
+    assert {c["details"]["error_class"] for c in report["checks"]} == {"infrastructure"}
+
+    shown = eb_process(root, "diff", "--json")  # previous and latest: the aborted run is latest
+    diff = json.loads(shown.stdout)
+    assert (diff["base"]["run_dir"], diff["head"]["run_dir"]) == (str(base), str(head))
+    assert sorted(_ids(diff["regressions"])) == list(SLOW_JUDGES)
+    assert diff["could_not_judge"] == []
+    assert (diff["head"]["aborted_by"], diff["head"]["unfinished_checks"]) == ("interrupt", 4)
+    assert (diff["base"]["aborted_by"], diff["base"]["unfinished_checks"]) == (None, 0)
+    assert diff["regressed"] is True and shown.returncode == 1
+    jsonschema.validate(diff, json.loads(eb_process(root, "schema", "diff").stdout))
+    text = eb_process(root, "diff")
+    assert text.returncode == 1
+    assert "0/4 points, 0.00%, not passed, ABORTED (interrupt: interrupted)" in text.stdout
+    assert (
+        "The head run was aborted (interrupt: interrupted): 4 of its 4 checks never started or "
+        "stopped before a verdict; each that passed in base, or is new, is a regression."
+    ) in text.stdout
+    assert "Could not judge" not in text.stdout
+    assert text.stdout.endswith("Diff: 4 regressions; head run aborted (interrupt)\n")
+    markdown = eb_process(root, "diff", "--format", "md").stdout
+    assert markdown.startswith("### eval-banana diff: 4 regressions; head run aborted (interrupt)")
+    assert "| Aborted | no | **yes** (interrupt: interrupted) | |" in markdown
+    assert "> **The head run was aborted (interrupt: interrupted)" in markdown
+
+    # The aborted run as the base: what it never judged and head fails is a new failure
+    # (nobody can say it passed before), not "still failing".
+    mode.write_text("fail")
+    assert eb_process(root, "run").returncode == 1
+    after = eb_process(root, "diff", "--json")
+    later = json.loads(after.stdout)
+    assert later["base"]["run_dir"] == str(head) and later["base"]["aborted_by"] == "interrupt"
+    assert sorted(_ids(later["regressions"])) == list(SLOW_JUDGES)
+    assert later["still_failing"] == [] and after.returncode == 1
+    told = eb_process(root, "diff").stdout
+    assert "The base run was aborted (interrupt: interrupted)" in told
+    assert told.endswith("Diff: 4 regressions; base run aborted (interrupt)\n")
 
 
 FAMILY = """schema_version: 1
