@@ -48,6 +48,8 @@ def _entry(
         summary=shown.summary if shown is not None else "",
         error_class=shown.error_class if shown is not None else None,
         skip_reason=skip_reason,
+        base_flaky=base is not None and base.flaky,
+        head_flaky=head is not None and head.flaky,
     )
 
 
@@ -81,6 +83,7 @@ def compare(*, base: RunSummary, head: RunSummary) -> RunDiff:
     regressions: list[DiffEntry] = []
     fixes: list[DiffEntry] = []
     could_not_judge: list[DiffEntry] = []
+    became_flaky: list[DiffEntry] = []
     still_failing: list[DiffEntry] = []
     new_checks: list[DiffEntry] = []
     unskipped: list[DiffEntry] = []
@@ -102,6 +105,15 @@ def compare(*, base: RunSummary, head: RunSummary) -> RunDiff:
                 unselected_in_base.append(entry)
             else:
                 new_checks.append(entry)
+        if now.flaky and not (before is not None and before.flaky):
+            became_flaky.append(entry)
+            if head.run.fail_on_flaky:
+                # The head run failed for it (--fail-on-flaky), whatever its rule decided:
+                # samples that disagree now are what got worse.
+                regressions.append(entry)
+                if before is not None and entry.definition_changed:
+                    changed.append(entry)
+                continue
         if _could_not_judge(now):
             could_not_judge.append(entry)
             if before is not None and entry.definition_changed:
@@ -149,6 +161,7 @@ def compare(*, base: RunSummary, head: RunSummary) -> RunDiff:
         regressions=regressions,
         fixes=fixes,
         could_not_judge=could_not_judge,
+        became_flaky=became_flaky,
         still_failing=still_failing,
         new_checks=new_checks,
         removed_checks=removed,

@@ -31,6 +31,7 @@ CATEGORIES: tuple[tuple[str, str], ...] = (
     ("regressions", "Regressions"),
     ("fixes", "Fixes"),
     ("could_not_judge", "Could not judge (infrastructure errors, not regressions)"),
+    ("became_flaky", "Became flaky (its samples disagree in head)"),
     ("still_failing", "Still failing"),
     ("new_checks", "New checks"),
     ("removed_checks", "Removed checks"),
@@ -46,8 +47,11 @@ CATEGORIES: tuple[tuple[str, str], ...] = (
 _UNSELECTED = frozenset({"not_selected", "not_selected_in_base"})
 
 
-def _label(outcome: str | None) -> str:
-    return "absent" if outcome is None else _LABELS[outcome]
+def _label(outcome: str | None, *, flaky: bool = False) -> str:
+    """`passed`, or `passed (flaky)` when its samples disagreed in that run."""
+    if outcome is None:
+        return "absent"
+    return f"{_LABELS[outcome]} (flaky)" if flaky else _LABELS[outcome]
 
 
 def _skipped(reason: str) -> str:
@@ -56,17 +60,19 @@ def _skipped(reason: str) -> str:
 
 def _change(entry: DiffEntry, *, unselected: frozenset[str]) -> str:
     """`unselected`: the checks a narrowed base left out, which are not new."""
+    base = _label(entry.base, flaky=entry.base_flaky)
+    head = _label(entry.head, flaky=entry.head_flaky)
     if entry.skip_reason is not None:
         # Skipped on one side: `passed -> skipped (flaky upstream)`, or the other way round.
-        base = _skipped(entry.skip_reason) if entry.base is None else _label(entry.base)
-        head = _skipped(entry.skip_reason) if entry.head is None else _label(entry.head)
+        base = _skipped(entry.skip_reason) if entry.base is None else base
+        head = _skipped(entry.skip_reason) if entry.head is None else head
         return f"{base} -> {head}"
     if entry.base is None:
         shown = "not selected in base" if entry.check_id in unselected else "new"
-        return f"{shown}, {_label(entry.head)}"
+        return f"{shown}, {head}"
     if entry.head is None:
-        return f"was {_label(entry.base)}"
-    return f"{_label(entry.base)} -> {_label(entry.head)}"
+        return f"was {base}"
+    return f"{base} -> {head}"
 
 
 def _unselected(diff: RunDiff) -> frozenset[str]:
@@ -95,8 +101,11 @@ def headline(diff: RunDiff) -> str:
     parts = [plural(count=count, noun="regression")] if count else []
     if broke:
         parts.append(f"{plural(count=broke, noun='family gate')} broken")
+    if diff.became_flaky:
+        parts.append(f"{plural(count=len(diff.became_flaky), noun='check')} became flaky")
     aborted = [f"{name} run aborted ({run.aborted_by})" for name, run in _aborted_runs(diff)]
-    return "; ".join([", ".join(parts) or "no regressions", *aborted])
+    verdict = ", ".join(parts) if count or broke else ", ".join(["no regressions", *parts])
+    return "; ".join([verdict, *aborted])
 
 
 def _aborted_runs(diff: RunDiff) -> list[tuple[str, DiffRun]]:
@@ -110,6 +119,18 @@ def _why_aborted(run: DiffRun) -> str:
     """`interrupt: interrupted`, as the run's own console said it."""
     reason = run.aborted_by or ""
     return f"{reason}: {STOP_REASON_TEXT.get(reason, reason)}"
+
+
+def flaky_warnings(diff: RunDiff) -> list[str]:
+    """Why a check that became flaky is a regression, when it is: the head run's verdict
+    counted flakiness (fail_on_flaky), so it failed for samples that disagree now."""
+    if not (diff.head.fail_on_flaky and diff.became_flaky):
+        return []
+    became = plural(count=len(diff.became_flaky), noun="check")
+    return [
+        f"The head run fails on flaky checks (fail_on_flaky): {became} that became flaky "
+        f"{'is a regression' if len(diff.became_flaky) == 1 else 'are regressions'}."
+    ]
 
 
 def aborted_warnings(diff: RunDiff) -> list[str]:
@@ -196,8 +217,16 @@ def _side(name: str, run: DiffRun) -> str:
     return (
         f"{name}: {run.run_id} ({run.run_dir}): {run.points_earned}/{run.total_points} points, "
         f"{_percent(run.pass_rate)}, {'passed' if run.run_passed else 'not passed'}"
-        f"{aborted}{selected}"
+        f"{aborted}{_flaky_side(run)}{selected}"
     )
+
+
+def _flaky_side(run: DiffRun) -> str:
+    """`, 1 flaky check (fails the run: fail_on_flaky)`; "" with no flaky check."""
+    if not run.flaky_checks:
+        return ""
+    fails = " (fails the run: fail_on_flaky)" if run.fail_on_flaky else ""
+    return f", {plural(count=run.flaky_checks, noun='flaky check')}{fails}"
 
 
 def render_text(diff: RunDiff) -> str:
@@ -211,6 +240,7 @@ def render_text(diff: RunDiff) -> str:
         f"({_ratio(diff.pass_rate_delta, signed=True)}; "
         f"{_percent(diff.base.pass_rate)} -> {_percent(diff.head.pass_rate)})",
         *aborted_warnings(diff),
+        *flaky_warnings(diff),
     ]
     unselected = _unselected(diff)
     listed: dict[str, str] = {}  # check id -> the heading it was first listed under
@@ -286,6 +316,10 @@ def _md_table(entries: list[DiffEntry], *, unselected: frozenset[str]) -> list[s
     return rows
 
 
+def _md_flaky(run: DiffRun) -> str:
+    return f"{run.flaky_checks} (fail the run)" if run.fail_on_flaky else str(run.flaky_checks)
+
+
 def _md_aborted(run: DiffRun) -> str:
     return f"**yes** ({md_cell(_why_aborted(run))})" if run.aborted_by else "no"
 
@@ -314,9 +348,15 @@ def render_md(diff: RunDiff) -> str:
         lines.append(
             f"| Selection | {_md_selection(base.selection)} | {_md_selection(head.selection)} | |"
         )
+    if base.flaky_checks or head.flaky_checks:
+        lines.append(
+            f"| Flaky checks | {_md_flaky(base)} | {_md_flaky(head)} | "
+            f"{_signed(head.flaky_checks - base.flaky_checks)} |"
+        )
     if base.aborted_by or head.aborted_by:
         lines.append(f"| Aborted | {_md_aborted(base)} | {_md_aborted(head)} | |")
     lines += [line for warning in aborted_warnings(diff) for line in ("", f"> **{warning}**")]
+    lines += [line for warning in flaky_warnings(diff) for line in ("", f"> {warning}")]
     unselected = _unselected(diff)
     for attribute, heading in CATEGORIES:
         entries: list[DiffEntry] = getattr(diff, attribute)

@@ -20,7 +20,7 @@ from eval_banana.core.readback import loads_json, read_regular
 from eval_banana.core.words import one_line
 from eval_banana.diffing.narrowed import Narrowed, read_narrowed
 from eval_banana.models.diff import DiffRun, FamilySide, Outcome
-from eval_banana.models.repeats import RULES, settled_whatever_undecided
+from eval_banana.models.repeats import RULES, is_flaky, settled_whatever_undecided
 from eval_banana.models.result import ERROR_CLASSES, NOT_RUN, STOPPED, ErrorClass
 from eval_banana.models.stages import AbortReason, ReportDoc
 from eval_banana.runners.results import judged_outcome
@@ -50,6 +50,8 @@ class CheckOutcome(NamedTuple):
     # or ended it part-way (details.stopped). Whatever its error class, nobody judged it
     # because the run was cut short, not because the provider failed.
     unfinished: bool = False
+    # Its samples disagreed (details.flaky: some passed, some failed), whatever its rule decided.
+    flaky: bool = False
 
     @property
     def judged(self) -> Outcome:
@@ -139,6 +141,7 @@ def _outcome(*, check: dict[str, Any], path: Path, where: str, root: str) -> Che
         source=_source(check=check, root=root),
         settled=_settled(details=details, expect=check.get("expect")) if judged_nothing else None,
         unfinished=not_run or stopped,
+        flaky=is_flaky(details if isinstance(details, dict) else None),
     )
 
 
@@ -211,6 +214,8 @@ def summarize_report(
         selection=narrowed.flags if narrowed is not None else None,
         aborted_by=_aborted_by(report=report, path=path),
         unfinished_checks=sum(1 for outcome in outcomes.values() if outcome.unfinished),
+        flaky_checks=sum(1 for outcome in outcomes.values() if outcome.flaky),
+        fail_on_flaky=report.get("fail_on_flaky") is True,
     )
     return RunSummary(
         run=run,

@@ -47,6 +47,17 @@ class DiffRun(Record):
         "(details.not_run: an abort or maxfail) or ended part-way (details.stopped). In head, "
         "each one that passed in base (or is new) is a regression, whatever its error class.",
     )
+    flaky_checks: int = Field(
+        default=0,
+        ge=0,
+        description="Its checks whose samples disagreed (details.flaky: some passed, some "
+        "failed), whatever their rule decided.",
+    )
+    fail_on_flaky: bool = Field(
+        default=False,
+        description="The run ran with fail_on_flaky (its report.json `fail_on_flaky`): any "
+        "flaky check failed it. In head, a check that became flaky is then a regression.",
+    )
 
 
 class DiffEntry(Record):
@@ -67,6 +78,16 @@ class DiffEntry(Record):
         default=None,
         description="The head run's details.error_class when it errored (the base run's if "
         "removed); null: no class recorded.",
+    )
+    base_flaky: bool = Field(
+        default=False,
+        description="Its samples disagreed in the base run (details.flaky); false: they agreed, "
+        "it was not sampled, or it is not there.",
+    )
+    head_flaky: bool = Field(
+        default=False,
+        description="Its samples disagreed in the head run (details.flaky); false: they agreed, "
+        "it was not sampled, or it is not there.",
     )
     skip_reason: str | None = Field(
         default=None,
@@ -129,7 +150,8 @@ class RunDiff(Record):
         "error is in could_not_judge instead, unless the run stopped before the check had a "
         "verdict: never started or ended part-way by an abort). A check base stopped before "
         "its verdict (an abort, maxfail) that does not pass in head is one too: nobody can "
-        "say it passed before. Any entry makes `eb diff` exit 1."
+        "say it passed before. A check that became flaky is one when head ran with "
+        "fail_on_flaky. Any entry makes `eb diff` exit 1."
     )
     could_not_judge: list[DiffEntry] = Field(
         default_factory=list,
@@ -137,6 +159,13 @@ class RunDiff(Record):
         "the agent failed, so nobody judged the check. Never a regression, whatever base was. "
         "Not a check the run stopped before its verdict (an interrupted or aborted run's "
         "never started or stopped checks): those are regressions when they passed in base.",
+    )
+    became_flaky: list[DiffEntry] = Field(
+        default_factory=list,
+        description="Flaky in head (head_flaky: its samples disagreed), and not in base (or "
+        "not there), whatever its outcome. When head ran with fail_on_flaky (head.fail_on_flaky), "
+        "its verdict counted the flakiness: each is then a regression too (and no fix, still "
+        "failing or could not judge).",
     )
     fixes: list[DiffEntry] = Field(description="Did not pass in base, passes in head.")
     still_failing: list[DiffEntry] = Field(description="Does not pass in either run.")

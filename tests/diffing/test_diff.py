@@ -1082,6 +1082,59 @@ def test_a_sample_without_a_verdict_is_never_outvoted_whichever_sample_crashed_f
     assert diff["could_not_judge"] == [] and shown.returncode == 1
 
 
+@pytest.mark.parametrize("fail_on_flaky", [True, False], ids=["fail_on_flaky", "flaky_allowed"])
+def test_a_check_that_became_flaky_is_told_and_a_regression_when_the_head_run_fails_on_it(
+    project: Callable[..., Path], tmp_path: Path, fail_on_flaky: bool
+) -> None:
+    """Base: 3 of 3 samples pass. Head: 2 of 3 (majority passes, flaky). Under
+    --fail-on-flaky the head run fails for it (exit 1), so the diff must too; without it the
+    run passes, and the diff still lists the check as become flaky (exit 0). A check that was
+    flaky in base already did not become so."""
+    rules = dict.fromkeys(("steady", "wobbles", "was_flaky"), "majority")
+    root = _sampled_project(project, rules=rules)
+    base, head = tmp_path / "base", tmp_path / "head"
+    assert (
+        _sampled_run(root, steps={"steady": "1", "wobbles": "1", "was_flaky": "110"}, run_dir=base)
+        == 0
+    )
+    flags = ("--fail-on-flaky",) if fail_on_flaky else ()
+    head_steps = {"steady": "1", "wobbles": "110", "was_flaky": "110"}
+    assert _sampled_run(root, *flags, steps=head_steps, run_dir=head) == int(fail_on_flaky)
+    shown = eb_process(root, "diff", str(base), str(head), "--json")
+    diff = json.loads(shown.stdout)
+    assert _ids(diff["became_flaky"]) == ["wobbles"]
+    entry = diff["became_flaky"][0]
+    assert (entry["base"], entry["head"], entry["base_flaky"], entry["head_flaky"]) == (
+        "passed",
+        "passed",
+        False,
+        True,
+    )
+    assert (diff["head"]["flaky_checks"], diff["head"]["fail_on_flaky"]) == (2, fail_on_flaky)
+    assert diff["base"]["flaky_checks"] == 1
+    assert _ids(diff["regressions"]) == (["wobbles"] if fail_on_flaky else [])
+    assert diff["unchanged_passing"] == (2 if fail_on_flaky else 3)
+    assert shown.returncode == int(fail_on_flaky)
+    jsonschema.validate(diff, json.loads(eb_process(root, "schema", "diff").stdout))
+    text = eb_process(root, "diff", str(base), str(head)).stdout
+    assert (
+        "Became flaky (its samples disagree in head) (1):\n  - wobbles: passed -> passed (flaky)"
+        in text
+    )
+    markdown = eb_process(root, "diff", str(base), str(head), "--format", "md").stdout
+    assert "<summary>Became flaky (its samples disagree in head) (1)</summary>" in markdown
+    if fail_on_flaky:
+        assert "Regressions (1):\n  - wobbles: passed -> passed (flaky) - 2 of 3 samples" in text
+        assert "The head run fails on flaky checks (fail_on_flaky): 1 check that became" in text
+        assert text.endswith("Diff: 1 regression, 1 check became flaky\n")
+        assert markdown.startswith("### eval-banana diff: 1 regression, 1 check became flaky")
+        assert "| Flaky checks | 1 | 2 (fail the run) | +1 |" in markdown
+    else:
+        assert "Regressions" not in text
+        assert text.endswith("Diff: no regressions, 1 check became flaky\n")
+        assert "| Flaky checks | 1 | 2 | +1 |" in markdown
+
+
 def _old_report(run_id: str, statuses: dict[str, str], **totals: Any) -> dict[str, Any]:
     """A report.json as eval-banana 0.5.0 wrote it: its keys only, no stage files beside it."""
     checks = [
