@@ -170,8 +170,10 @@ def test_a_full_tmpdir_for_a_checks_script_aborts_the_run_naming_the_file(tmp_pa
     with _small_disk(tmpdir, size="16k"):
         # 4 KiB left: room for the probe of Python's tempfile, never for the 20 KiB script.
         (tmpdir / "fill").write_bytes(b"\0" * 12_288)
+        result_doc = tmp_path / "result.json"
         done = subprocess.run(
-            [sys.executable, "-m", "eval_banana", "run", "--cache", "off", "--cwd", str(root)],
+            [sys.executable, "-m", "eval_banana", "run", "--cache", "off", "--cwd", str(root)]
+            + ["--result-out", str(result_doc), "--result-format", "json"],
             capture_output=True,
             text=True,
             timeout=120,
@@ -186,6 +188,11 @@ def test_a_full_tmpdir_for_a_checks_script_aborts_the_run_naming_the_file(tmp_pa
     assert report["aborted_by"] == "write_fault"
     (check,) = report["checks"]
     assert check["status"] == "error" and "write_fault" in check["details"], check
+    # The run judged its checks and wrote its report: the document says it completed (it
+    # said "config_error", a setup failure), not passed, with the fault's line.
+    document = json.loads(result_doc.read_text())
+    assert (document["status"], document["run_passed"]) == ("completed", False), document
+    assert document["error"] == line and document["checks"][0]["status"] == "error"
 
 
 def test_eb_update_runs_again_a_check_a_write_fault_kept_from_running(tmp_path: Path) -> None:
@@ -361,6 +368,67 @@ def test_a_junit_file_that_cannot_be_written_after_the_checks_aborts_with_the_ve
     assert lines == [
         f"Cannot write {root / 'reports' / 'junit.xml'}: Is a directory; the run is aborted"
     ], done.stderr
+
+
+def test_a_report_fault_after_the_checks_is_a_completed_run_that_did_not_pass(
+    tmp_path: Path,
+) -> None:
+    # The --result-out document of such a run said "config_error" (a setup failure) though
+    # every check had been judged and report.json written; and its report.md copy said "Run
+    # Passed: yes" under a document that said run_passed false.
+    root = _passing_project(tmp_path / "proj", check=_BLOCKS_JUNIT)
+    junit = root / "reports" / "junit.xml"
+    fault = f"Cannot write {junit}: Is a directory; the run is aborted"
+    done = eb_process(
+        root,
+        "run",
+        "--no-html",
+        "--junit-xml",
+        "reports/junit.xml",
+        "--result-out",
+        "res.json",
+        "--result-format",
+        "json",
+    )
+    assert done.returncode == 3, done.stdout + done.stderr
+    document = json.loads((root / "res.json").read_text())
+    assert (document["status"], document["run_passed"], document["error"]) == (
+        "completed",
+        False,
+        fault,
+    ), document
+    assert document["checks"] == [
+        {"id": "blocks", "status": "passed", "reason": None, "model": None}
+    ]
+    # The md document and the step summary say, before their copy of report.md, that the run
+    # ended with exit 3; report.md and report.json keep the verdict the checks earned.
+    junit.rmdir()
+    summary = tmp_path / "summary.md"
+    done = eb_process(
+        root,
+        "run",
+        "--no-html",
+        "--junit-xml",
+        "reports/junit.xml",
+        "--result-out",
+        "res.md",
+        env={**os.environ, "GITHUB_STEP_SUMMARY": str(summary)},
+    )
+    assert done.returncode == 3, done.stdout + done.stderr
+    run = sorted((root / ".eval-banana" / "results").iterdir())[-1]
+    report = json.loads((run / "report.json").read_text())
+    assert report["run_passed"] is True and report["aborted_by"] is None
+    report_md = (run / "report.md").read_text()
+    assert "| Run Passed | `yes` |" in report_md
+    said = (
+        "**eb ended this run with exit 3 after writing this report:** "
+        f"{fault}. The report below holds the verdict the checks earned; the run did not "
+        "pass.\n\n"
+    )
+    assert summary.read_text() == said + report_md
+    fence, _, copied = (root / "res.md").read_text().partition("\n```\n\n")
+    assert json.loads(fence.removeprefix("```eval-banana-result v1\n"))["run_passed"] is False
+    assert copied == said + report_md
 
 
 def test_a_junit_path_that_cannot_be_a_file_is_refused_before_anything_runs(

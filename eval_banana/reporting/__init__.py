@@ -233,6 +233,18 @@ def junit_path(*, setting: str, project_root: Path) -> Path:
     return junit_file(setting=setting, project_root=project_root)
 
 
+def _summary_text(*, extras: ReportExtras) -> str:
+    """report.md for the step summary; when report.html or the JUnit file could not be written,
+    after a paragraph saying the run ends with exit 3 for it (report.md, written before them,
+    keeps the verdict the checks earned)."""
+    report_md = extras.report_md or ""
+    if extras.fault is None:
+        return report_md
+    from eval_banana.reporttext.markdown import ended_after_report
+
+    return ended_after_report(message=extras.fault.message) + report_md
+
+
 def write_extra_reports(
     *,
     extras: ReportExtras | None,
@@ -282,7 +294,7 @@ def write_extra_reports(
     summary = extras.environ.get(STEP_SUMMARY_ENV)
     try:
         with _project_turn(extras=extras, path=Path(summary) if summary else None):
-            append_step_summary(report_md=report_md, environ=extras.environ)
+            append_step_summary(report_md=_summary_text(extras=extras), environ=extras.environ)
     except OSError as exc:
         # A copy of report.md for the job's page, not a report CI reads: a container step can
         # pass the variable on without the runner's file, and that must not sink the verdict.

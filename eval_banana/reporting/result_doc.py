@@ -21,10 +21,12 @@ from eval_banana.core.errors import (
     OutputDirError,
     RunAborted,
     UsageError,
+    WriteFault,
 )
 from eval_banana.core.files import LOOP_FIX, link_loop, never_written, write_named_file
 from eval_banana.core.realpaths import real_path
 from eval_banana.core.version import DISTRIBUTION
+from eval_banana.reporttext.markdown import ended_after_report
 
 RESULT_SCHEMA_VERSION = 1
 FENCE = "```eval-banana-result v1"
@@ -75,12 +77,18 @@ def result_out_loop(*, label: str, after_run: bool = False) -> LinkLoopError:
     )
 
 
-def classify_failure(*, error: BaseException) -> Status | None:
-    """The document status of a failed run; None when no document is written (usage errors)."""
+def classify_failure(*, error: BaseException, reported: bool) -> Status | None:
+    """The document status of a failed run; None when no document is written (usage errors).
+    `reported`: the run judged its checks and wrote report.json and report.md before it failed."""
     if isinstance(error, UsageError):
         return None
     if isinstance(error, RunAborted):
         # An aborted run still judged what it could and wrote its report.
+        return "completed"
+    if reported and isinstance(error, WriteFault | LinkLoopError):
+        # A fault after the report (report.html or the JUnit file not written, a check's
+        # output cut short): the run was aborted (exit 3) with its checks judged, never a
+        # setup failure. Before the report, the same fault is one.
         return "completed"
     if isinstance(error, NoChecksError):
         return "no_checks"
@@ -147,7 +155,9 @@ def build_result_document(
 ) -> dict[str, Any]:
     """The document object, keys in eval-banana's order (docs/compatibility.md#result-document)."""
     checks: list[dict[str, Any]] = list(report.get("checks", [])) if report else []
-    passed = bool(report.get("run_passed")) if (report and status == "completed") else False
+    # A run that ended with an error (exit 3) did not pass, whatever verdict its report holds.
+    finished = status == "completed" and error is None
+    passed = bool(report.get("run_passed")) if (report and finished) else False
     moment = produced_at if produced_at is not None else datetime.now(UTC)
     return {
         "schema_version": RESULT_SCHEMA_VERSION,
@@ -169,6 +179,15 @@ def build_result_document(
         "checks": [_check_entry(check=check) for check in checks],
         "error": error,
     }
+
+
+def report_copy(*, report: dict[str, Any], report_md: str, error: str | None) -> str:
+    """report.md as the md document carries it: as written, and after an error its report does
+    not record (a fault or a signal after report.md was written, `aborted_by` null) with a
+    paragraph before it that says the run ended with exit 3 and did not pass."""
+    if error is None or report.get("aborted_by"):
+        return report_md
+    return ended_after_report(message=error) + report_md
 
 
 def render_result(*, document: dict[str, Any], report_md: str | None, fmt: str) -> str:

@@ -110,18 +110,22 @@ def stamp_result(
         classify_failure,
         failure_message,
         render_result,
+        report_copy,
         write_result,
     )
 
-    status = "completed" if error is None else classify_failure(error=error)
+    report = extras.report
+    # extras.report is filled once report.json and report.md are written (`write_extra_reports`).
+    reported = report is not None
+    status = "completed" if error is None else classify_failure(error=error, reported=reported)
     if status is None:
         return
-    report = extras.report
     threshold, agent = _effective(report=report, cli_values=cli_values, load=load_config)
+    message = None if error is None else failure_message(error=error)
     document = build_result_document(
         status=status,
         report=report,
-        error=None if error is None else failure_message(error=error),
+        error=message,
         pass_threshold=threshold,
         harness_family=agent,
         observed_before=result_out.observed_before,
@@ -129,9 +133,10 @@ def stamp_result(
         provenance=result_out.provenance,
         tool_version=tool_version(),
     )
-    text = render_result(
-        document=document, report_md=extras.report_md if report else None, fmt=result_out.fmt
-    )
+    copied = None
+    if report is not None and extras.report_md is not None:
+        copied = report_copy(report=report, report_md=extras.report_md, error=message)
+    text = render_result(document=document, report_md=copied, fmt=result_out.fmt)
     from eval_banana.reporting.projectturn import writing_into_project
 
     with writing_into_project(config=extras.config, paths=[result_out.path], stop=extras.stop):

@@ -172,3 +172,15 @@ def render_markdown(*, report: dict[str, Any]) -> str:
             f"- Reason: {md_text(item['reason'])}",
         ]
     return "\n".join(lines) + "\n"
+
+
+def ended_after_report(*, message: str) -> str:
+    """The paragraph put before a copy of report.md (the step summary, the `--result-out`
+    document) when the run ended with exit 3 after report.md was written (report.html or the
+    JUnit file could not be written, a signal while the run was finishing): report.md keeps
+    the verdict the checks earned, so the copy says what became of the run."""
+    said = md_text(message).rstrip(".")
+    return (
+        f"**eb ended this run with exit 3 after writing this report:** {said}. The report "
+        "below holds the verdict the checks earned; the run did not pass.\n\n"
+    )

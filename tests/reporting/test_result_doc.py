@@ -17,10 +17,12 @@ from eval_banana.core.errors import (
     ConfigError,
     DefinitionError,
     GuardError,
+    LinkLoopError,
     NoChecksError,
     OutputDirError,
     RunAborted,
     UsageError,
+    WriteFault,
 )
 from eval_banana.reporting.gitobs import DIRTY_TREE_ALGORITHM, git_commit, observe_git
 from eval_banana.reporting.result_doc import (
@@ -30,6 +32,7 @@ from eval_banana.reporting.result_doc import (
     classify_failure,
     parse_provenance_fields,
     render_result,
+    report_copy,
     write_result,
 )
 from tests.reporting.conftest import Run, run_eb, write_project
@@ -245,16 +248,41 @@ def test_provenance_fields() -> None:
 
 
 def test_classification_is_by_type() -> None:
-    assert classify_failure(error=NoChecksError("anything")) == "no_checks"
-    assert classify_failure(error=GuardError("anything")) == "harness_error"
-    assert classify_failure(error=DefinitionError("No checks found")) == "config_error"
-    assert classify_failure(error=ConfigError("requires a harness")) == "config_error"
-    assert classify_failure(error=OutputDirError("x")) == "config_error"
-    assert classify_failure(error=UnicodeDecodeError("utf-8", b"\xff", 0, 1, "bad")) == (
-        "config_error"
+    for reported in (False, True):
+        assert classify_failure(error=NoChecksError("anything"), reported=reported) == "no_checks"
+        assert classify_failure(error=GuardError("anything"), reported=reported) == "harness_error"
+        for error in (
+            DefinitionError("No checks found"),
+            ConfigError("requires a harness"),
+            OutputDirError("x"),
+            UnicodeDecodeError("utf-8", b"\xff", 0, 1, "bad"),
+        ):
+            assert classify_failure(error=error, reported=reported) == "config_error"
+        assert classify_failure(error=RunAborted("stopped"), reported=reported) == "completed"
+        assert classify_failure(error=UsageError("bad flag"), reported=reported) is None
+    # A file eb could not write: a setup failure before the report, an aborted run after it.
+    for fault in (
+        WriteFault(path="out/junit.xml", cause="Is a directory"),
+        LinkLoopError("loop", file="out/junit.xml", hint="fix", after_run=True),
+    ):
+        assert classify_failure(error=fault, reported=False) == "config_error"
+        assert classify_failure(error=fault, reported=True) == "completed"
+
+
+def test_a_run_that_ended_with_an_error_did_not_pass_whatever_its_report_says() -> None:
+    document = _document(error="Cannot write out/junit.xml: Is a directory; the run is aborted")
+    assert document["status"] == "completed" and document["run_passed"] is False
+    report = {"run_passed": True, "aborted_by": None}
+    copied = report_copy(report=report, report_md="# eval-banana report\n", error="boom [x]")
+    assert copied == (
+        "**eb ended this run with exit 3 after writing this report:** boom \\[x\\]. The report "
+        "below holds the verdict the checks earned; the run did not pass.\n\n"
+        "# eval-banana report\n"
     )
-    assert classify_failure(error=RunAborted("stopped")) == "completed"
-    assert classify_failure(error=UsageError("bad flag")) is None
+    # A report that records its abort, or a run without an error, is copied as written.
+    aborted = {"run_passed": False, "aborted_by": "interrupt"}
+    assert report_copy(report=aborted, report_md="r\n", error="Run aborted") == "r\n"
+    assert report_copy(report=report, report_md="r\n", error=None) == "r\n"
 
 
 # --- formats, byte for byte ----------------------------------------------------------------
