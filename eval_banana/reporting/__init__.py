@@ -272,7 +272,14 @@ def write_extra_reports(
 
             places = extras.case_places(report=report)
             with _project_turn(extras=extras, path=path):
-                write_junit(report=report, project_root=project_root, path=path, places=places)
+                write_junit(
+                    report=report,
+                    project_root=project_root,
+                    path=path,
+                    places=places,
+                    # report.html not written: the run ends with exit 3, which the file shows.
+                    fault=None if extras.fault is None else extras.fault.message,
+                )
         except (OSError, WriteFault, LinkLoopError) as exc:
             # As report.html's (`finish_page`): a fault of the run, told after the verdict.
             if extras.fault is None:

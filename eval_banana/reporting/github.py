@@ -16,16 +16,18 @@ from eval_banana.reporting.common import (
     status_label,
     summary,
 )
+from eval_banana.reporting.reasons import abort_text, not_passed_text
 from eval_banana.reporting.recap import not_run_text
-from eval_banana.runners.results import aborted_text
 from eval_banana.settings.folders import STEP_SUMMARY_ENV
-from eval_banana.stagefiles.layout import REPORT_JSON
 
 # GitHub shows at most ten error (and ten warning) annotations of one step; the log above
 # them has every problem.
 ANNOTATED_PROBLEMS = 10
 
 Level = Literal["error", "warning"]
+
+# The title of the `::error` of a run that did not pass with no failed check to annotate.
+VERDICT_TITLE = "eval_banana did not pass"
 
 # GitHub refuses a step's summary over 1 MiB: the whole file the step appends to, every tool's
 # writes and an earlier run's included. A report is cut to keep the file below this, well under.
@@ -150,7 +152,9 @@ def annotations(
         for check in report.get("checks", [])
         if check.get("status") in ("failed", "error") and not is_not_run(check=check)
     ]
-    lines = _abort_annotations(report=report)
+    lines = _abort_annotations(report=report) + _verdict_annotations(
+        report=report, marked=len(marked)
+    )
     room = ANNOTATED_PROBLEMS - len(lines)
     lines += [
         annotation(check=check, project_root=root, place=places.get(str(check.get("check_id"))))
@@ -172,16 +176,21 @@ def annotations(
 def _abort_annotations(*, report: dict[str, Any]) -> list[str]:
     """The `::error` of an aborted run, as the error it ends with says it ([] for a run that
     was not aborted); the run's own, so it has no file."""
-    aborted_by = report.get("aborted_by")
-    if not aborted_by:
+    text = abort_text(report=report)
+    if text is None:
         return []
-    text = aborted_text(
-        aborted_by=str(aborted_by),
-        not_run=int(report.get("not_run_checks") or 0),
-        report_json=str(Path(str(report.get("output_dir") or ".")) / REPORT_JSON),
-    )
     title = problem_title(kind=RunAborted.kind)
     return [problem_annotation(problem=Problem(message=text), title=title, project_root="")]
+
+
+def _verdict_annotations(*, report: dict[str, Any], marked: int) -> list[str]:
+    """The `::error` of a run that did not pass with no check that failed or errored to
+    annotate (every selected check skipped): why, so the step's red is explained; [] for any
+    other run (an aborted one has its abort's)."""
+    text = not_passed_text(report=report)
+    if text is None or marked:
+        return []
+    return [problem_annotation(problem=Problem(message=text), title=VERDICT_TITLE, project_root="")]
 
 
 def problem_title(*, kind: str) -> str:

@@ -31,10 +31,15 @@ from eval_banana.reporting.common import (
     tail,
     xml_safe,
 )
+from eval_banana.reporting.reasons import abort_text, not_passed_text
 from eval_banana.runners.retries import attempts_needed
 from eval_banana.settings.folders import junit_loop
 
 SUITE_NAME = "eval-banana"
+# The testcase that carries the run's own verdict when no check's testcase shows it (every
+# selected check skipped, a run aborted before any check failed): `eval_banana.run_verdict`.
+VERDICT_CLASSNAME = "eval_banana"
+VERDICT_NAME = "run_verdict"
 # report.json already bounds stdout to 2000 characters; stderr may be longer,
 # and a CI server renders every byte of system-err, so it is bounded here too.
 _STDERR_LIMIT = 8000
@@ -228,29 +233,58 @@ def _skipped_testcase(suite: ET.Element, *, item: Check, project_root: str) -> N
     _sub(case, "skipped", message=str(item.get("reason", "")))
 
 
+def run_verdict_failure(
+    *, report: dict[str, Any], failing: int, fault: str | None = None
+) -> tuple[str, str] | None:
+    """(type, message) of the `eval_banana.run_verdict` testcase's failure: for a run that
+    ends red (exit 1 or 3) while none of its `failing` testcases fails or errors, so a JUnit
+    reporter shows it red too; None when a check's testcase shows it, or the run passed.
+    `fault`: a report the run could not write before this file (report.html), which ends it
+    with exit 3 though report.json says it passed."""
+    if failing:
+        return None
+    if fault is not None:
+        return "aborted", fault
+    aborted = abort_text(report=report)
+    if aborted is not None:
+        return "aborted", aborted
+    not_passed = not_passed_text(report=report)
+    return None if not_passed is None else ("run_verdict", not_passed)
+
+
+def _verdict_testcase(suite: ET.Element, *, kind: str, message: str) -> None:
+    case = _sub(suite, "testcase", classname=VERDICT_CLASSNAME, name=VERDICT_NAME, time=_seconds(0))
+    _sub(case, "failure", message, message=message, type=kind)
+
+
 def junit_tree(
-    *, report: dict[str, Any], project_root: Path, places: Mapping[str, Located] | None = None
+    *,
+    report: dict[str, Any],
+    project_root: Path,
+    places: Mapping[str, Located] | None = None,
+    fault: str | None = None,
 ) -> ET.Element:
-    """`<testsuites>` holding the one `eval-banana` suite, one testcase per check; `places`:
-    where failed cases' rows are (`caseplaces`)."""
+    """`<testsuites>` holding the one `eval-banana` suite, one testcase per check, and one for
+    the run's verdict when no check's shows it (`run_verdict_failure`); `places`: where failed
+    cases' rows are (`caseplaces`); `fault`: a report the run could not write already."""
     places = places or {}
     checks: list[Check] = list(report.get("checks", []))
     skipped = skipped_checks(report=report)
     root_text = str(project_root)
     # JUnit's `skipped` covers both: checks a stop left unstarted and checks their file skips.
     not_started = sum(1 for check in checks if is_not_run(check=check)) + len(skipped)
+    failures = sum(
+        1
+        for check in checks
+        if check.get("status") == "failed" or fails_as_flaky(check=check, report=report)
+    )
+    errors = sum(1 for c in checks if c.get("status") == "error" and not is_not_run(check=c))
+    verdict = run_verdict_failure(report=report, failing=failures + errors, fault=fault)
+    extra = 0 if verdict is None else 1
     counts = {
-        "tests": str(len(checks) + len(skipped)),
-        "failures": str(
-            sum(
-                1
-                for check in checks
-                if check.get("status") == "failed" or fails_as_flaky(check=check, report=report)
-            )
-        ),
-        "errors": str(
-            sum(1 for c in checks if c.get("status") == "error" and not is_not_run(check=c))
-        ),
+        "tests": str(len(checks) + len(skipped) + extra),
+        "failures": str(failures + extra),
+        "errors": str(errors),
         "skipped": str(not_started),
         "time": _seconds(report.get("duration_ms")),
     }
@@ -280,6 +314,8 @@ def junit_tree(
         _testcase(suite, check=check, report=report, project_root=root_text, place=place)
     for item in skipped:
         _skipped_testcase(suite, item=item, project_root=root_text)
+    if verdict is not None:
+        _verdict_testcase(suite, kind=verdict[0], message=verdict[1])
     return root
 
 
@@ -289,11 +325,13 @@ def write_junit(
     project_root: Path,
     path: Path,
     places: Mapping[str, Located] | None = None,
+    fault: str | None = None,
 ) -> None:
     """Write the JUnit XML file for `report` atomically at `path` (parents created), or into
     the device or FIFO there (`write_named_file`); a link made a loop since the run began is
-    refused as it is before a run (LinkLoopError, exit 3)."""
-    root = junit_tree(report=report, project_root=project_root, places=places)
+    refused as it is before a run (LinkLoopError, exit 3). `fault`: a report the run could not
+    write already, which ends it with exit 3 (its testcase then fails)."""
+    root = junit_tree(report=report, project_root=project_root, places=places, fault=fault)
     ET.indent(root)
     data = ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
     try:

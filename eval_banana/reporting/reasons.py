@@ -6,11 +6,14 @@ verdict. A failed check is no reason of its own: it fails a run only through the
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from eval_banana.core import verdictwords
 from eval_banana.core.words import plural
 from eval_banana.reporttext.notes import nothing_judged
+from eval_banana.runners.results import aborted_text
+from eval_banana.stagefiles.layout import REPORT_JSON
 
 # When nothing below explains a failed run (a document that does not say why).
 NO_REASON = "the run did not pass"
@@ -31,6 +34,27 @@ def failure_reasons(*, report: dict[str, Any]) -> list[str]:
     ]
     found = [reason for reason in reasons if reason is not None]
     return found or [NO_REASON]
+
+
+def abort_text(*, report: dict[str, Any]) -> str | None:
+    """Why an aborted run stopped, as the error it ends with says it; None for a run that was
+    not aborted."""
+    aborted_by = report.get("aborted_by")
+    if not aborted_by:
+        return None
+    return aborted_text(
+        aborted_by=str(aborted_by),
+        not_run=_not_run(report=report),
+        report_json=str(Path(str(report.get("output_dir") or ".")) / REPORT_JSON),
+    )
+
+
+def not_passed_text(*, report: dict[str, Any]) -> str | None:
+    """`Run did not pass: <each reason>` for a run that did not pass and was not aborted (an
+    aborted one says `abort_text`); None for a run that passed."""
+    if report.get("run_passed") or report.get("aborted_by"):
+        return None
+    return "Run did not pass: " + "; ".join(failure_reasons(report=report))
 
 
 def _not_run(*, report: dict[str, Any]) -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -223,3 +225,100 @@ def test_a_family_gate_that_did_not_hold_is_named_beside_its_failed_cases(tmp_pa
     assert properties["gates_not_held"] == "fam"
     failed = sorted(case.name for case in suite if _case_results(case))
     assert failed == ["fam[c2]", "fam[c5]"]
+
+
+_SKIPPED = """\
+schema_version: 1
+id: waits
+type: deterministic
+description: Skipped.
+skip: waiting for the fixture
+script: print("ok")
+"""
+
+
+def _verdict_case(suite: TestSuite) -> Failure:
+    """The failure of the suite's `eval_banana.run_verdict` testcase, its last."""
+    *_, case = list(suite)
+    assert (case.classname, case.name) == ("eval_banana", "run_verdict")
+    (failure,) = _case_results(case)
+    assert isinstance(failure, Failure)
+    return failure
+
+
+def test_a_run_whose_every_check_is_skipped_fails_in_its_junit_file_and_annotations(
+    tmp_path: Path,
+) -> None:
+    # Exit 1 ("No checks ran"), while the JUnit file said failures="0" errors="0" (a reporter
+    # showed the run green) and --annotations github printed no ::error saying why.
+    from tests.reporting.conftest import run_eb, write_project
+
+    project = write_project(tmp_path / "proj", checks={"eval_checks/waits.yaml": _SKIPPED})
+    completed = run_eb(
+        "run", "--cwd", str(project), "--junit-xml", "j.xml", "--annotations", "github"
+    )
+    assert completed.returncode == 1, completed.stdout + completed.stderr
+    reason = "Run did not pass: every selected check was skipped, so nothing was judged"
+    suite = _suite(project / "j.xml")
+    # The skipped check stays a skip; the run's own testcase fails, and counts as a failure.
+    assert (suite.tests, suite.failures, suite.errors, suite.skipped) == (2, 1, 0, 1)
+    failure = _verdict_case(suite)
+    assert (failure.type, failure.message, failure.text) == ("run_verdict", reason, reason)
+    assert f"::error title=eval_banana did not pass::{reason}" in completed.stdout.splitlines()
+
+
+def test_an_aborted_run_with_no_failed_check_fails_in_its_junit_file(tmp_path: Path) -> None:
+    # The token fuse tripped on a judge that passed: the others never started (skipped in
+    # JUnit), so the file said failures="0" errors="0" for a run that ended with exit 3.
+    from tests.reporting.conftest import REPO, run_eb, write_project
+
+    judge = (
+        "schema_version: 1\nid: {id}\ntype: harness_judge\ndescription: Judge {id}.\n"
+        "instructions: |\n  Judge it.\n  standin: score=1\n"
+    )
+    project = write_project(
+        tmp_path / "proj",
+        checks={f"eval_checks/{name}.yaml": judge.format(id=name) for name in ("j1", "j2", "j3")},
+    )
+    config = project / ".eval-banana" / "config.toml"
+    config.write_text(
+        config.read_text()
+        .replace('agent = "standin"', 'agent = "claude"\ntoken_fuse = 50')
+        .replace("[core]\n", "[core]\nmax_parallel_checks = 1\n")
+    )
+    path = f"{REPO / 'tests' / 'agents'}{os.pathsep}{os.environ['PATH']}"
+    completed = run_eb("run", "--cwd", str(project), "--junit-xml", "j.xml", PATH=path)
+    assert completed.returncode == 3, completed.stdout + completed.stderr
+    report = json.loads(next(project.glob(".eval-banana/results/*/report.json")).read_text())
+    assert report["aborted_by"] == "token_fuse" and report["passed_checks"] == 1
+    suite = _suite(project / "j.xml")
+    assert (suite.tests, suite.failures, suite.errors, suite.skipped) == (4, 1, 0, 2)
+    failure = _verdict_case(suite)
+    assert failure.type == "aborted"
+    assert (failure.message or "").startswith("Run aborted (token_fuse: token fuse tripped); ")
+    assert failure.message in completed.stderr
+
+
+def test_a_report_html_that_cannot_be_written_fails_the_junit_file_written_after_it(
+    tmp_path: Path,
+) -> None:
+    # report.html could not be written (exit 3), and the JUnit file written after it showed
+    # the run green: report.json keeps the verdict the checks earned, a pass.
+    from tests.reporting.conftest import run_eb, write_project
+
+    blocks_page = (
+        "schema_version: 1\nid: blocks\ntype: deterministic\ndescription: Passes.\n"
+        "script: |\n  import json, os, pathlib, sys\n"
+        "  out = json.loads(pathlib.Path(sys.argv[1]).read_text())['output_dir']\n"
+        "  os.makedirs(pathlib.Path(out).parent.parent / 'report.html')\n"
+    )
+    project = write_project(tmp_path / "proj", checks={"eval_checks/blocks.yaml": blocks_page})
+    completed = run_eb("run", "--cwd", str(project), "--junit-xml", "j.xml")
+    assert completed.returncode == 3, completed.stdout + completed.stderr
+    run_dir = next(project.glob(".eval-banana/results/*"))
+    assert json.loads((run_dir / "report.json").read_text())["run_passed"] is True
+    suite = _suite(project / "j.xml")
+    assert (suite.tests, suite.failures, suite.errors) == (2, 1, 0)
+    failure = _verdict_case(suite)
+    fault = f"Cannot write {run_dir / 'report.html'}: Is a directory; the run is aborted"
+    assert (failure.type, failure.message) == ("aborted", fault)
