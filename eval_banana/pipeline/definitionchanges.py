@@ -4,10 +4,11 @@ validate stage's staleness, for `eb status` and `eb update` (which reruns the ch
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from eval_banana.core.caseid import family_of
 from eval_banana.core.errors import EvalBananaError
-from eval_banana.core.files import sha256_file
+from eval_banana.core.files import sha256_bytes, sha256_file
 from eval_banana.models.config import Selection
 from eval_banana.models.stages import ConfigDoc, PlanDoc, PlannedCheck
 from eval_banana.pipeline.familychanges import (
@@ -17,11 +18,15 @@ from eval_banana.pipeline.familychanges import (
     picked_source,
     picks_changed,
     rows_added,
+    script_changed_words,
     shown_path,
 )
 from eval_banana.pipeline.runfiles import snapshots_changed
 from eval_banana.pipeline.stalewords import describe_changes, problems_now
 from eval_banana.stagefiles.read import read_stage
+
+if TYPE_CHECKING:
+    from eval_banana.checks.definition import FrozenScript
 
 
 def definition_changes(*, doc: PlanDoc, run_dir: Path) -> dict[str, str]:
@@ -29,6 +34,7 @@ def definition_changes(*, doc: PlanDoc, run_dir: Path) -> dict[str, str]:
     from eval_banana.checks.definition import definition_digest, freeze_script
 
     config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
+    root = config.project_root
     changes: dict[str, str] = {}
     families: dict[str, FamilyNow] = {}
     arrivals = _Arrivals(config=config, planned={check.source_path for check in doc.checks})
@@ -62,14 +68,14 @@ def definition_changes(*, doc: PlanDoc, run_dir: Path) -> dict[str, str]:
         frozen = freeze_script(yaml_path=source, script_path=script_path) if script_path else None
         if definition_digest(yaml_bytes=data, frozen=frozen) == check.check_definition_sha256:
             continue
-        changed = check.source_path
         if (
             frozen is not None
             and check.script_path
-            and _script_changed(check=check, run_dir=run_dir)
+            and _script_changed(check=check, run_dir=run_dir, frozen=frozen)
         ):
-            changed = check.script_path
-        changes[check.id] = f"{shown_path(path=changed, root=config.project_root)} changed"
+            changes[check.id] = script_changed_words(check=check, now=str(frozen.path), root=root)
+        else:
+            changes[check.id] = f"{shown_path(path=check.source_path, root=root)} changed"
     changes.update(rows_added(doc=doc, families=families))
     # A row the selection left out is compared by what the selection picks by, once no other
     # change of its family is told: a tag added to it may put it in the plan.
@@ -215,12 +221,14 @@ def _failure_changed(*, doc: PlanDoc, run_dir: Path) -> str | None:
     return problems_now(recorded=doc.errors, now=now.errors, gone="the checks validate now")
 
 
-def _script_changed(*, check: PlannedCheck, run_dir: Path) -> bool:
-    """Whether the referenced script differs from the copy validate froze."""
+def _script_changed(*, check: PlannedCheck, run_dir: Path, frozen: FrozenScript) -> bool:
+    """Whether the referenced script, as the check file's `script_path` leads to it now
+    (`frozen`: a link followed as it points now), differs from the copy validate froze. The
+    plan's `script_path` is where the link led then: a link pointed at another script leaves
+    that file as it was."""
     if not check.snapshot or not check.script_path:
         return True  # it was unavailable then, so whatever is there now is a change
     snapshot = run_dir / check.snapshot
-    script = Path(check.script_path)
-    if not script.is_file() or not snapshot.is_file():
+    if frozen.data is None or not snapshot.is_file():
         return True
-    return sha256_file(path=script) != sha256_file(path=snapshot)
+    return sha256_bytes(data=frozen.data) != sha256_file(path=snapshot)

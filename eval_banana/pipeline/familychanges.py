@@ -4,9 +4,11 @@ each told against the file it is in."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from eval_banana.core.realpaths import real_path
 from eval_banana.models.config import Selection
 from eval_banana.models.stages import ConfigDoc, PlanDoc, PlannedCheck
 
@@ -17,6 +19,19 @@ def shown_path(*, path: str, root: str) -> str:
         return Path(path).relative_to(root).as_posix()
     except ValueError:
         return path
+
+
+def script_changed_words(*, check: PlannedCheck, now: str, root: str) -> str:
+    """A check's changed `script_path` script, named as its check file names it. When that
+    path (a symbolic link) leads to another file now (`now`, followed) than the one the plan
+    froze (the plan's `script_path`), both are named: the check file is as it was."""
+    shown = shown_path(path=now, root=root)
+    written = check.definition.get("script_path")
+    if not check.script_path or now == check.script_path or not isinstance(written, str):
+        return f"{shown} changed"
+    named = os.path.normpath(Path(check.source_path).parent / written)
+    then = shown_path(path=check.script_path, root=root)
+    return f"{shown_path(path=named, root=root)} changed (it leads to {shown} now, not {then})"
 
 
 def rows_added(*, doc: PlanDoc, families: dict[str, FamilyNow]) -> dict[str, str]:
@@ -93,7 +108,7 @@ class FamilyNow(NamedTuple):
     rows: dict[str, str]  # case id -> the file its row is in now, project-relative
     files: tuple[str, ...]  # the family's dataset files now
     values: dict[str, Any] | None = None  # case id -> its row now
-    script_alone: str | None = None  # its script, when all of the family that changed
+    script_alone: str | None = None  # its script's change, when all of the family that changed
     # The `family_picks` digests its plan's selection records of it now (this eb's, an earlier
     # eb's), when the plan recorded one.
     picks: frozenset[str] | None = None
@@ -113,7 +128,7 @@ def case_change(
     shown = shown_path(path=check.source_path, root=config.project_root)
     datasets = ", ".join((check.family_files or [])[1:]) or "its dataset"
     if family_now is None or family_now != check.family_definition_sha256:
-        return f"{now.script_alone or shown + ' or its dataset'} changed"
+        return now.script_alone or f"{shown} or its dataset changed"
     # Worded for one case or several alike: `a[1], a[4]: row changed in data/a.jsonl`.
     if current is None:
         return f"row gone from {_file_of(check=check, file_rows=file_rows) or datasets}"
@@ -229,9 +244,10 @@ def _picks_as_now(*, source: str, config: ConfigDoc, selection: Selection) -> Fa
 
 
 def _family_script_alone(*, check: PlannedCheck, config: ConfigDoc, run_dir: Path) -> str | None:
-    """The family's `script_path` script (project-relative) when it is all of the family that
-    changed: its check file, over the script the plan froze, makes the digest the plan
-    recorded. None: the check file changed (or the family has no frozen script)."""
+    """How the family's `script_path` script changed (`script_changed_words`) when it is all
+    of the family that changed: its check file, over the script the plan froze, makes the
+    digest the plan recorded. None: the check file changed (or the family has no frozen
+    script)."""
     from eval_banana.checks.units import family_digest_over
 
     if not check.script_path or not check.snapshot:
@@ -243,4 +259,5 @@ def _family_script_alone(*, check: PlannedCheck, config: ConfigDoc, run_dir: Pat
     then = family_digest_over(source_path=check.source_path, script=frozen)
     if then is None or then != check.family_definition_sha256:
         return None
-    return shown_path(path=check.script_path, root=config.project_root)
+    now = real_path(Path(check.source_path).parent / str(check.definition.get("script_path")))
+    return script_changed_words(check=check, now=str(now), root=config.project_root)

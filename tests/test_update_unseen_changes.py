@@ -1,0 +1,75 @@
+"""`eb status` and `eb update` over changes they missed or blamed on the wrong file: each case is
+made on a real project, with `eb` run as a process of its own (and fake agent scripts as judges),
+then the stale rows, the checks run again and the verdict are compared with a fresh `eb run`'s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from tests.processes import REPO, eb_process
+
+
+def _eb(root: Path, *args: str, path: str | None = None) -> subprocess.CompletedProcess[str]:
+    """`eb ARGS` in `root`, this checkout importable; `path`: the PATH it runs with."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    if path is not None:
+        env["PATH"] = path
+    return eb_process(root, *args, env=env)
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for relative, text in files.items():
+        target = root / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+
+
+def _run_dir(root: Path) -> Path:
+    (run_dir,) = (root / ".eval-banana" / "results").iterdir()
+    return run_dir
+
+
+def _results(root: Path) -> dict[str, dict[str, Any]]:
+    document = json.loads((_run_dir(root) / "stages" / "execute.json").read_text())
+    return {result["check_id"]: result for result in document["results"]}
+
+
+def _row(output: str, stage: str) -> str:
+    (line,) = [line for line in output.splitlines() if line.split()[:1] == [stage]]
+    return line
+
+
+def _reruns(output: str) -> list[str]:
+    """The lines `eb update` says a check is run again on."""
+    return [line.strip() for line in output.splitlines() if line.strip().startswith("rerun ")]
+
+
+def test_a_script_path_link_pointed_elsewhere_is_named_as_the_change(tmp_path: Path) -> None:
+    """A `script_path` that is a symbolic link, pointed at another script, was reported as
+    `eval_checks/sym.yaml changed`: the check file, which had not changed."""
+    root = tmp_path / "proj"
+    _write(
+        root,
+        {
+            ".eval-banana/config.toml": "",
+            "scripts/v1.py": "assert 1 == 1\n",
+            "scripts/v2.py": "assert 1 == 2\n",
+            "eval_checks/sym.yaml": "schema_version: 1\nid: sym\ntype: deterministic\n"
+            "description: d\ninputs: []\nscript_path: s.py\n",
+        },
+    )
+    (root / "eval_checks" / "s.py").symlink_to("../scripts/v1.py")
+    assert _eb(root, "run").returncode == 0
+    (root / "eval_checks" / "s.py").unlink()
+    (root / "eval_checks" / "s.py").symlink_to("../scripts/v2.py")
+    why = "eval_checks/s.py changed (it leads to scripts/v2.py now, not scripts/v1.py)"
+    status = _eb(root, "status")
+    assert f"stale  ({why})" in _row(status.stdout, "validate"), status.stdout
+    updated = _eb(root, "update")
+    assert updated.returncode == 1, updated.stdout + updated.stderr  # v2 fails
+    assert _reruns(updated.stdout) == [f"rerun sym: {why}"], updated.stdout
