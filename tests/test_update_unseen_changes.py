@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -73,3 +74,49 @@ def test_a_script_path_link_pointed_elsewhere_is_named_as_the_change(tmp_path: P
     updated = _eb(root, "update")
     assert updated.returncode == 1, updated.stdout + updated.stderr  # v2 fails
     assert _reruns(updated.stdout) == [f"rerun sym: {why}"], updated.stdout
+
+
+def test_a_renamed_dataset_file_rebuilds_the_plan_and_judges_no_case_again(
+    tmp_path: Path,
+) -> None:
+    """A family's dataset file renamed under its `cases_from` glob, its rows unchanged, left
+    the plan `ok` while it named the old file, which execute leaves out of each case's inputs:
+    with `inputs: ["data/**"]` every case's inputs looked changed, `eb update` judged every
+    case again, and did so again on every later edit of the dataset."""
+    root = tmp_path / "proj"
+    log = tmp_path / "ran.log"
+    _write(
+        root,
+        {
+            ".eval-banana/config.toml": "",
+            "eval_checks/fam.yaml": "schema_version: 1\nid: fam\ntype: deterministic\n"
+            'description: "row {{ case.id }}"\ncases_from: "data/sets/*.csv"\n'
+            'inputs: ["data/**"]\n'
+            "script: |\n"
+            "  import json, sys\n"
+            f"  open({str(log)!r}, 'a').write(json.load(open(sys.argv[1]))['case']['id'] + '\\n')\n"
+            "  c = json.load(open(sys.argv[1]))['case']\n"
+            "  assert c['a'] == c['b'], 'mismatch'\n",
+            "data/sets/a.csv": "id,a,b\nr1,1,1\nr2,2,2\nr3,3,3\n",
+        },
+    )
+    assert _eb(root, "run").returncode == 0
+    (root / "data" / "sets" / "a.csv").rename(root / "data" / "sets" / "b.csv")
+    status = _eb(root, "status")
+    validate = _row(status.stdout, "validate")
+    assert "fam: its dataset is data/sets/b.csv now, not data/sets/a.csv" in validate, status.stdout
+    assert "inputs data/** changed" not in status.stdout, status.stdout
+    updated = _eb(root, "update")
+    assert updated.returncode == 0, updated.stdout + updated.stderr
+    assert "0 of 3 checks to run again; 3 keep their results" in updated.stdout, updated.stdout
+    plan = json.loads((_run_dir(root) / "stages" / "plan.json").read_text())
+    assert {tuple(check["family_files"]) for check in plan["checks"]} == {
+        ("eval_checks/fam.yaml", "data/sets/b.csv")
+    }
+    assert _eb(root, "status").returncode == 0
+    # A later edit of one row judges that case alone.
+    (root / "data" / "sets" / "b.csv").write_text("id,a,b\nr1,1,1\nr2,2,9\nr3,3,3\n")
+    updated = _eb(root, "update")
+    assert updated.returncode == 1, updated.stdout + updated.stderr
+    assert _reruns(updated.stdout) == ["rerun fam[r2]: row changed in data/sets/b.csv"]
+    assert Counter(log.read_text().split()) == Counter({"r1": 1, "r2": 2, "r3": 1})

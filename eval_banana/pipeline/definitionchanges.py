@@ -15,6 +15,7 @@ from eval_banana.pipeline.familychanges import (
     FamilyNow,
     case_change,
     family_as_now,
+    files_changed,
     picked_source,
     picks_changed,
     rows_added,
@@ -77,11 +78,17 @@ def definition_changes(*, doc: PlanDoc, run_dir: Path) -> dict[str, str]:
         else:
             changes[check.id] = f"{shown_path(path=check.source_path, root=root)} changed"
     changes.update(rows_added(doc=doc, families=families))
+    # A dataset file renamed, its rows as they were: the plan names the old file.
+    changes.update(files_changed(doc=doc, families=families, told=_told(changes)))
     # A row the selection left out is compared by what the selection picks by, once no other
     # change of its family is told: a tag added to it may put it in the plan.
-    told = {family_of(check_id) or check_id for check_id in changes}
-    changes.update(picks_changed(doc=doc, families=families, config=config, told=told))
+    changes.update(picks_changed(doc=doc, families=families, config=config, told=_told(changes)))
     return changes
+
+
+def _told(changes: dict[str, str]) -> set[str]:
+    """The families (and plain checks) some change of which is told already."""
+    return {family_of(check_id) or check_id for check_id in changes}
 
 
 class _Arrivals:

@@ -97,6 +97,49 @@ def _family_ids_changed(
     return f"rows replaced or renamed in {datasets} (the same count, other ids)"
 
 
+def files_changed(
+    *, doc: PlanDoc, families: dict[str, FamilyNow], told: set[str]
+) -> dict[str, str]:
+    """Families whose `cases_from` names other files now than the plan's `family_files` (a
+    dataset file renamed or moved, its rows as they were), when no change of their cases is
+    told already: the plan names the family's files, which execute leaves out of each case's
+    inputs, so a plan that names the old ones is rebuilt (and no case is judged again for its
+    own dataset under another name)."""
+    changed: dict[str, str] = {}
+    for check in doc.checks:
+        family, planned = check.family, tuple((check.family_files or [])[1:])
+        now = families.get(check.source_path)
+        if family is None or family in told or family in changed or now is None:
+            continue
+        if now.family_digest is None or now.files == planned:
+            continue
+        shown_now = ", ".join(now.files) or "no file"
+        shown_then = ", ".join(planned) or "no file"
+        changed[family] = f"{family}: its dataset is {shown_now} now, not {shown_then}"
+    return changed
+
+
+def dataset_files_now(*, source_path: str, config: ConfigDoc) -> tuple[str, ...] | None:
+    """The project-relative files a family's `cases_from` names now, in order (its plan's
+    `family_files` after the check file, once the plan is made again); None when the check
+    file cannot be read or names no `cases_from` (a family of its own `cases:` alone)."""
+    from eval_banana.checks.definition import parse_yaml_mapping
+    from eval_banana.core.errors import DefinitionError
+    from eval_banana.datasets.casesfrom import matched_files
+    from eval_banana.datasets.globwalk import dataset_skipped
+
+    try:
+        document = parse_yaml_mapping(data=Path(source_path).read_bytes(), path=source_path)
+    except (OSError, DefinitionError):
+        return None
+    pattern = document.get("cases_from")
+    if not isinstance(pattern, str):
+        return None
+    root = Path(config.project_root)
+    skipped = dataset_skipped(config=config)
+    return tuple(matched_files(pattern=pattern, root=root, check_file=source_path, skipped=skipped))
+
+
 class FamilyNow(NamedTuple):
     """A family as it expands now: case id -> definition digest, its own digest (None when it
     no longer loads or expands), and the ids of its cases that are not skipped, in order (a

@@ -12,7 +12,7 @@ from eval_banana.core.words import visible
 from eval_banana.models.result import NOT_RUN as NOT_RUN_KEY
 from eval_banana.models.result import RESOURCE_FAULT, WRITE_FAULT, CheckResult
 from eval_banana.models.result import STOPPED as STOPPED_KEY
-from eval_banana.models.stages import ConfigDoc, ExecuteDoc, PlanDoc
+from eval_banana.models.stages import ConfigDoc, ExecuteDoc, PlanDoc, PlannedCheck
 from eval_banana.pipeline.interruptedmerge import MERGE_INTERRUPTED
 from eval_banana.pipeline.runfiles import result_files_changed
 from eval_banana.pipeline.stalewords import describe_changes
@@ -71,8 +71,9 @@ def _declared_input_changes(
     from eval_banana.checks.inputs import CheckInputs, declared_inputs
 
     recorded = executed.input_digests
+    own_files = _OwnFiles(config=config)
     declared = {
-        check.id: (patterns, tuple(check.family_files or ()))
+        check.id: (patterns, own_files.of(check))
         for check in plan.checks
         if check.id in recorded and (patterns := declared_inputs(check.definition)) is not None
     }
@@ -99,6 +100,30 @@ def _declared_input_changes(
         else:
             changes[check_id] = f"inputs {shown} changed"
     return changes
+
+
+class _OwnFiles:
+    """A case's own files, which a run leaves out of its inputs: its check file and the files
+    its family's `cases_from` names now, as a fresh run's plan would name them (a dataset file
+    renamed since the plan was made is its definition's under its new name, not a new input
+    of every case). Found once per family; the plan's `family_files` when they cannot be."""
+
+    def __init__(self, *, config: ConfigDoc) -> None:
+        self._config = config
+        self._found: dict[str, tuple[str, ...]] = {}
+
+    def of(self, check: PlannedCheck) -> tuple[str, ...]:
+        from eval_banana.pipeline.familychanges import dataset_files_now
+
+        planned = tuple(check.family_files or ())
+        if check.family is None or not planned:
+            return planned
+        found = self._found.get(check.source_path)
+        if found is None:
+            now = dataset_files_now(source_path=check.source_path, config=self._config)
+            found = planned if now is None else (planned[0], *now)
+            self._found[check.source_path] = found
+        return found
 
 
 def outdated_results(
