@@ -120,3 +120,119 @@ def test_a_renamed_dataset_file_rebuilds_the_plan_and_judges_no_case_again(
     assert updated.returncode == 1, updated.stdout + updated.stderr
     assert _reruns(updated.stdout) == ["rerun fam[r2]: row changed in data/sets/b.csv"]
     assert Counter(log.read_text().split()) == Counter({"r1": 1, "r2": 2, "r3": 1})
+
+
+_YES = '#!/bin/sh\necho \'{"score": 1, "reason": "yes"}\'\n'
+_NO = '#!/bin/sh\necho \'{"score": 0, "reason": "no"}\'\n'
+# Answers by the variable the config sets for it: strict says no.
+_BY_MODE = (
+    '#!/bin/sh\nif [ "$JUDGE_MODE" = strict ]; then\n'
+    '  echo \'{"score": 0, "reason": "strict says no"}\'\nelse\n'
+    '  echo \'{"score": 1, "reason": "lenient says yes"}\'\nfi\n'
+)
+
+
+def _judged_project(root: Path, *, config: str) -> str:
+    """A project of one judge and one check that takes about a second and a half, its fake
+    agents in `bin/` (yesjudge, nojudge, modejudge); the PATH that finds them."""
+    _write(
+        root,
+        {
+            ".eval-banana/config.toml": config,
+            "eval_checks/judge.yaml": "schema_version: 1\nid: judge\ntype: harness_judge\n"
+            "description: judged\ninputs: []\ninstructions: Answer 1.\n",
+            "eval_checks/slow.yaml": "schema_version: 1\nid: slow\ntype: deterministic\n"
+            "description: slow\ninputs: []\nscript: |\n  import time; time.sleep(1.5)\n",
+            "bin/yesjudge": _YES,
+            "bin/nojudge": _NO,
+            "bin/modejudge": _BY_MODE,
+        },
+    )
+    for name in ("yesjudge", "nojudge", "modejudge"):
+        (root / "bin" / name).chmod(0o755)
+    return f"{root / 'bin'}{os.pathsep}{os.environ['PATH']}"
+
+
+def _agents_config(*, agent: str, timeout: int, extra: str = "") -> str:
+    agents = "".join(
+        f'[agents.{name}]\ncommand = ["{name}"]\nmodel_flag = ""\n'
+        for name in ("yesjudge", "nojudge", "modejudge")
+    )
+    return (
+        f"[core]\ncheck_timeout_seconds = {timeout}\n{extra}"
+        f'[harness]\nagent = "{agent}"\nisolation = "off"\n'
+        f'[discovery]\nexclude_dirs = ["bin"]\n{agents}'
+    )
+
+
+def test_a_setting_that_decides_verdicts_makes_their_results_stale(tmp_path: Path) -> None:
+    """After a passing run, the judge's agent changed to one that says no and the check
+    timeout cut from 30 to 1 second: `eb update` kept every result ("0 of 2 checks to run
+    again", passed, exit 0) and `eb status` showed every row ok, while a fresh `eb run` failed
+    one and timed the other out."""
+    root = tmp_path / "proj"
+    path = _judged_project(root, config=_agents_config(agent="yesjudge", timeout=30))
+    assert _eb(root, "run", path=path).returncode == 0
+    config = root / ".eval-banana" / "config.toml"
+    config.write_text(_agents_config(agent="nojudge", timeout=1))
+    status = _eb(root, "status", path=path)
+    execute = _row(status.stdout, "execute")
+    assert "judge: [harness] agent changed" in execute, status.stdout
+    assert "slow: [core] check_timeout_seconds changed" in execute, status.stdout
+    updated = _eb(root, "update", path=path)
+    assert updated.returncode == 1, updated.stdout + updated.stderr
+    assert "2 of 2 checks to run again; 0 keep their results" in updated.stdout
+    assert _reruns(updated.stdout) == [
+        "rerun judge: [harness] agent changed",
+        "rerun slow: [core] check_timeout_seconds changed",
+    ]
+    results = _results(root)
+    assert (results["judge"]["status"], results["slow"]["status"]) == ("failed", "error")
+    assert _eb(root, "status", path=path).returncode == 0
+    fresh = _eb(root, "run", path=path)
+    assert fresh.returncode == updated.returncode
+
+
+def test_the_agents_variables_decide_and_the_threshold_does_not(tmp_path: Path) -> None:
+    """`[harness.env] JUDGE_MODE = "strict"` judges the judge again (and it alone); a changed
+    `pass_threshold` decides no check's verdict: the run is scored again, no check runs."""
+    root = tmp_path / "proj"
+    lenient = '[harness.env]\nJUDGE_MODE = "lenient"\n'
+    path = _judged_project(root, config=_agents_config(agent="modejudge", timeout=30) + lenient)
+    assert _eb(root, "run", path=path).returncode == 0
+    config = root / ".eval-banana" / "config.toml"
+    config.write_text(config.read_text().replace('"lenient"', '"strict"'))
+    updated = _eb(root, "update", path=path)
+    assert updated.returncode == 1, updated.stdout + updated.stderr
+    assert _reruns(updated.stdout) == [
+        "rerun judge: the variables the config sets for the agent changed"
+    ]
+    assert _results(root)["judge"]["reason"] == "strict says no"
+    config.write_text(config.read_text().replace("[core]\n", "[core]\npass_threshold = 0.5\n"))
+    updated = _eb(root, "update", path=path)
+    assert updated.returncode == 0, updated.stdout + updated.stderr
+    assert "0 of 2 checks to run again; 2 keep their results" in updated.stdout
+    assert _eb(root, "status", path=path).returncode == 0
+
+
+def test_a_result_of_an_earlier_eb_is_judged_again_only_on_what_it_records(
+    tmp_path: Path,
+) -> None:
+    """An execute.json written before eb recorded the settings its results were decided
+    under: a result is judged again only when what it records itself (its timeout, its agent)
+    differs from the settings now; the others keep theirs."""
+    root = tmp_path / "proj"
+    path = _judged_project(root, config=_agents_config(agent="yesjudge", timeout=30))
+    assert _eb(root, "run", path=path).returncode == 0
+    execute = _run_dir(root) / "stages" / "execute.json"
+    document = json.loads(execute.read_text())
+    for field in ("verdict_settings", "verdict_setting_parts"):
+        document.pop(field, None)
+    execute.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+    status = _eb(root, "status", path=path)
+    assert _row(status.stdout, "execute").endswith(" ok"), status.stdout  # nothing differs
+    config = root / ".eval-banana" / "config.toml"
+    config.write_text(_agents_config(agent="yesjudge", timeout=1))
+    updated = _eb(root, "update", path=path)
+    assert updated.returncode == 1, updated.stdout + updated.stderr
+    assert _reruns(updated.stdout) == ["rerun slow: [core] check_timeout_seconds changed"]

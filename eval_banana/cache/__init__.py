@@ -1,7 +1,8 @@
 """The verdict cache (docs/incremental.md): reuse a passed or failed verdict when nothing it
 depends on changed.
 
-- `key`: the versioned, length-framed SHA-256 key; `components`: what goes into it per check.
+- `key`: the versioned, length-framed SHA-256 key; `components`: what goes into it per check;
+  `verdictsettings`: the part of it the settings make, which execute.json records per result.
 - `entry`: the stored document (schemas/cache-entry.schema.json) and its check.
 - `store`: the folder on disk, its signed entries and kept runs; `blobs`: its content-addressed
   files and putting them back as links; `places`: where a file goes in the folder and how it

@@ -17,16 +17,16 @@ sampling exists to measure how the check's verdict varies, which a stored verdic
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from eval_banana.cache.key import Component
+from eval_banana.cache.verdictsettings import agent_components
 from eval_banana.checks.inputs import CheckInputs, artifact_of, declared_inputs
 from eval_banana.core.version import tool_version
 from eval_banana.harness.prompt import judge_prompt
-from eval_banana.models.config import AgentTemplate, Settings
+from eval_banana.models.config import Settings
 from eval_banana.models.repeats import sample_count
 from eval_banana.models.stages import PlannedCheck, ResolvedHarness
 from eval_banana.runners.verdictrules import ASSERTIONS_RULES, DETERMINISTIC_RULES, JUDGE_RULES
@@ -63,7 +63,7 @@ class KeyContext:
         model and effort: a run's judges mostly share both)."""
         found = self._agent_parts.get((model, effort))
         if found is None:
-            found = self._agent_parts[(model, effort)] = _agent_components(
+            found = self._agent_parts[(model, effort)] = agent_components(
                 harness=harness, settings=self.settings, model=model, effort=effort
             )
         return found
@@ -86,40 +86,6 @@ def interpreter_version() -> str:
     """The Python that runs deterministic checks, e.g. `cpython 3.11.7 final`."""
     info = sys.version_info
     return f"{sys.implementation.name} {info.major}.{info.minor}.{info.micro} {info.releaselevel}"
-
-
-def _agent_components(
-    *, harness: ResolvedHarness, settings: Settings, model: str | None, effort: str | None
-) -> list[Component]:
-    from eval_banana.harness.command import build_argv
-
-    template = harness.template
-    command = build_argv(template=template, prompt="{prompt}", model=model, effort=effort)
-    return [
-        ("agent", harness.agent),
-        ("command_template", json.dumps(command, ensure_ascii=False, allow_nan=False)),
-        ("agent_variables", agent_variables(template=template, settings=settings)),
-        ("output_dialect", template.output_dialect),
-    ]
-
-
-def agent_variables(*, template: AgentTemplate, settings: Settings) -> str:
-    """The variables the config sets for the agent, as written, one layer each (a later layer
-    overrides an earlier one, so the same name in another layer is another environment).
-
-    `fixed_env` and `[harness.env]` are set verbatim: their values decide what the agent does
-    (a `JUDGE_MODE = "strict"`), so they count. `provider_env` counts by its text: a
-    `{env:NAME}` placeholder is the reference, never the value it reads from eb's environment
-    (a rotated token reuses every verdict, and no secret goes into a key). `model_env_vars`
-    receive the model, which is a component of its own.
-    """
-    layers = {
-        "provider_env": template.provider_env,
-        "fixed_env": template.fixed_env,
-        "harness_env": settings.harness.env,
-        "model_env_vars": sorted(name for name in template.model_env_vars if name.strip()),
-    }
-    return json.dumps(layers, sort_keys=True, ensure_ascii=False, allow_nan=False)
 
 
 def _judge(*, check: PlannedCheck, context: KeyContext) -> list[Component] | None:

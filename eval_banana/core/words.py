@@ -83,6 +83,13 @@ def first_and_count(items: Sequence[str], *, shown: int) -> str:
     return ", ".join(items[:shown]) + (f" and {more:,} more" if more > 0 else "")
 
 
+def and_list(items: Sequence[str]) -> str:
+    """`a`, `a and b`, `a, b and c`."""
+    if len(items) < 2:
+        return "".join(items)
+    return f"{', '.join(items[:-1])} and {items[-1]}"
+
+
 def size_text(size: int) -> str:
     """A size in bytes for people, in the binary units `[cache] max_mb` counts in: `512 bytes`,
     `3.4 KiB`, `82.3 MiB`, `1.25 GiB`."""

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eval_banana.cache.storing import open_cache, store_all
+from eval_banana.cache.verdictsettings import verdict_settings
 from eval_banana.core import log
 from eval_banana.core.errors import ResourceFault, WriteFault
 from eval_banana.core.files import OutputClearer
@@ -125,6 +126,13 @@ class PlanRun:
         self.inputs_now = input_digests(checks=self.checks, reader=self.check_inputs)
         self.artifacts = artifact_ids(checks=self.checks, project_root=self.project_root)
         self.unmatched = unmatched_inputs(checks=self.checks, reader=self.check_inputs)
+        # The settings each verdict is decided under (eb status compares them with those a
+        # rerun would use).
+        self.settings_record = verdict_settings(
+            checks=self.checks,
+            settings=config.settings,
+            harness=guard.harness,
+        )
         self.cache = open_cache(
             config=config,
             plan=plan,

@@ -449,6 +449,21 @@ class ExecuteDoc(StageEnvelope):
         "placeholder for a check it left out) has none, and an execute.json written before eb "
         "recorded them has none at all: those files are not looked at.",
     )
+    verdict_settings: dict[str, str] = Field(
+        default_factory=dict,
+        description="Check id -> sha256:<hex> naming the settings its result was decided under "
+        "(a judge's agent, command line, the variables the config sets for it, its output "
+        "dialect, model, effort and timeout; a script's timeout; the samples; the env "
+        "policy), as this stage ran it; eb status and eb update compare it with those a "
+        "rerun would use and judge again the checks whose settings differ. An execute.json "
+        "written before eb recorded them has none: such a result is compared by what it "
+        "records of them itself (its agent, model, effort, dialect and timeout).",
+    )
+    verdict_setting_parts: dict[str, dict[str, str]] = Field(
+        default_factory=dict,
+        description="Each verdict_settings digest -> its parts: setting -> sha256:<hex> of its "
+        "value (never the value), so eb status can name the setting that changed.",
+    )
 
 
 class RemoteRejections(Record):

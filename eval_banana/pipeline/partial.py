@@ -107,6 +107,7 @@ def merge_results(*, plan: PlanDoc, fresh: ExecuteDoc, previous: ExecuteDoc | No
             "result_file_digests": _kept_files(
                 results=results, fresh=fresh, earlier=earlier, previous=previous
             ),
+            **_merged_settings(plan=plan, results=results, fresh=fresh, previous=previous),
             **_run_times(fresh=fresh, previous=previous),
         }
     )
@@ -148,6 +149,23 @@ def _merged_by_check(
         elif check.id in kept and result.details.get("not_run") is not True:
             digests[check.id] = kept[check.id]
     return digests
+
+
+def _merged_settings(
+    *, plan: PlanDoc, results: list[CheckResult], fresh: ExecuteDoc, previous: ExecuteDoc | None
+) -> dict[str, object]:
+    """The settings each result was decided under (`verdict_settings`): the rerun's, else the
+    ones recorded with the kept result; and the parts of each digest still named."""
+    by_check = _merged_by_check(
+        plan=plan,
+        results=results,
+        fresh=fresh.verdict_settings,
+        kept=previous.verdict_settings if previous is not None else {},
+    )
+    known = {**(previous.verdict_setting_parts if previous is not None else {})}
+    known.update(fresh.verdict_setting_parts)
+    parts = {digest: known[digest] for digest in set(by_check.values()) if digest in known}
+    return {"verdict_settings": by_check, "verdict_setting_parts": parts}
 
 
 def _kept_files(

@@ -75,15 +75,13 @@ def rerun_config(request: StageRequest) -> int:
     selection, under the setting flags the run was made with; a flag given now replaces the
     run's for its setting."""
     previous = _config(request)
-    # A project moved or copied since takes the run along: it is resolved where it is now.
-    moved = relocation(run_dir=request.run_dir, config=previous)
-    doc = resolve_config(
-        cwd=moved.now_in if moved is not None else Path(previous.project_root),
-        cli_values={**_recorded_flags(config=previous), **request.cli_values},
+    doc = resolved_again(
+        previous=previous,
+        run_dir=request.run_dir,
         environ=request.environ,
-        no_project_config=request.no_project_config or previous.no_project_config,
-        selection=request.selection or previous.selection,
-        run_id=previous.run_id,
+        cli_values=request.cli_values,
+        no_project_config=request.no_project_config,
+        selection=request.selection,
     )
     # The run was created once: a rerun of its config stage does not make it the newest run.
     doc = doc.model_copy(update={"run_created_at": previous.run_created_at or previous.created_at})
@@ -99,6 +97,30 @@ def rerun_config(request: StageRequest) -> int:
         doc = resolve_balance(config=doc)
     write_config_stage(run_dir=request.run_dir, doc=doc)
     return 0
+
+
+def resolved_again(
+    *,
+    previous: ConfigDoc,
+    run_dir: Path,
+    environ: Mapping[str, str],
+    cli_values: Mapping[str, object] | None = None,
+    no_project_config: bool = False,
+    selection: Selection | None = None,
+) -> ConfigDoc:
+    """The run's configuration resolved again, as its config stage resolves it when rerun:
+    the same project (where it is now), run id and selection, under the setting flags the run
+    was made with; `cli_values` given now replace the run's for their settings."""
+    # A project moved or copied since takes the run along: it is resolved where it is now.
+    moved = relocation(run_dir=run_dir, config=previous)
+    return resolve_config(
+        cwd=moved.now_in if moved is not None else Path(previous.project_root),
+        cli_values={**_recorded_flags(config=previous), **(cli_values or {})},
+        environ=environ,
+        no_project_config=no_project_config or previous.no_project_config,
+        selection=selection or previous.selection,
+        run_id=previous.run_id,
+    )
 
 
 def _recorded_flags(*, config: ConfigDoc) -> dict[str, object]:

@@ -1,5 +1,6 @@
-"""Whether a recorded result is still a verdict on the plan and files of now: no result yet,
-another definition, or changed `inputs:` files or artifact. The execute stage's staleness, for
+"""Whether a recorded result is still a verdict on the plan, files and settings of now: no
+result yet, another definition, changed `inputs:` files or artifact, or other settings than it
+was decided under (`settingchanges.py`). The execute stage's staleness, for
 `eb status` and `eb update` (which reruns the checks it names)."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from eval_banana.models.result import STOPPED as STOPPED_KEY
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, PlanDoc, PlannedCheck
 from eval_banana.pipeline.interruptedmerge import MERGE_INTERRUPTED
 from eval_banana.pipeline.runfiles import result_files_changed
+from eval_banana.pipeline.settingchanges import SettingsNow, setting_changes, settings_to_come
 from eval_banana.pipeline.stalewords import describe_changes
 from eval_banana.runners.results import STOP_REASON_TEXT
 from eval_banana.stagefiles.agreement import unresulted
@@ -131,12 +133,14 @@ def outdated_results(
     plan: PlanDoc,
     executed: ExecuteDoc | None,
     config: ConfigDoc,
+    settings: SettingsNow,
     changed_files: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """Planned check id -> why its recorded result is not one for the plan and files of now
-    (no result, another definition, changed inputs), in plan order; the others are current.
-    `changed_files`: check id -> which of its files changed since the plan before this one
-    (`definition_changes`), said instead of "its definition changed" where known."""
+    """Planned check id -> why its recorded result is not one for the plan, files and
+    `settings` of now (no result, another definition, changed inputs, other settings), in plan
+    order; the others are current. `changed_files`: check id -> which of its files changed
+    since the plan before this one (`definition_changes`), said instead of "its definition
+    changed" where known."""
     recorded = {result.check_id: result for result in executed.results} if executed else {}
     reasons: dict[str, str] = {}
     for check in plan.checks:
@@ -149,6 +153,11 @@ def outdated_results(
             reasons[check.id] = why
     if executed is not None:
         changed = input_changes(plan=plan, executed=executed, config=config)
+        changed.update(
+            (key, why)
+            for key, why in setting_changes(plan=plan, executed=executed, now=settings).items()
+            if key not in changed
+        )
         reasons.update((key, why) for key, why in changed.items() if key not in reasons)
     order = {check.id: position for position, check in enumerate(plan.checks)}
     return dict(sorted(reasons.items(), key=lambda item: order[item[0]]))
@@ -169,6 +178,16 @@ def results_outdated(*, doc: ExecuteDoc, run_dir: Path) -> str | None:
         changed = input_changes(plan=plan, executed=doc, config=config)
     except ProjectStateError as exc:
         return f"cannot read the checks' inputs: {exc.message}"
+    # Compared with what `eb update` would run them under, once it has rebuilt the stages
+    # before execute (the configuration resolved again when the config file changed).
+    settings = settings_to_come(run_dir=run_dir, config=config)
+    if settings is not None:
+        no_result = {check_id for ids in without.values() for check_id in ids}
+        changed.update(
+            (check_id, why)
+            for check_id, why in setting_changes(plan=plan, executed=doc, now=settings).items()
+            if check_id not in changed and check_id not in no_result
+        )
     changes = [f"{describe_changes(ids)}: {why}" for why, ids in without.items()]
     changes += [f"{check_id}: {why}" for check_id, why in changed.items()]
     changes += result_files_changed(doc=doc, run_dir=run_dir).values()

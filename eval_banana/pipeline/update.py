@@ -18,6 +18,7 @@ from eval_banana.pipeline.interruptedmerge import refuse_interrupted_merge
 from eval_banana.pipeline.remembering import remember_failures, remembered_before
 from eval_banana.pipeline.rerun import RERUNS, StageRequest, refuse_taken_report_places
 from eval_banana.pipeline.resultchanges import outdated_results
+from eval_banana.pipeline.settingchanges import settings_in_folder
 from eval_banana.pipeline.status import StageState, moved_project, run_status
 from eval_banana.pipeline.writers import output_turn, writing_run
 from eval_banana.reporting.console import Console, ProgressReporter
@@ -229,7 +230,13 @@ def _update_execute(
     guarded: GuardDoc = read_stage(run_dir=run_dir, stage="guard")
     guard_stage.raise_if_refused(guarded)
     previous = _previous_results(request=request)
-    reasons = outdated_results(plan=plan, executed=previous, config=config, changed_files=known)
+    reasons = outdated_results(
+        plan=plan,
+        executed=previous,
+        config=config,
+        settings=settings_in_folder(config=config, guard=guarded),
+        changed_files=known,
+    )
     kept = len(plan.checks) - len(reasons)
     keeps = f"{kept} keeps its result" if kept == 1 else f"{kept} keep their results"
     out(f"  {len(reasons)} of {plural(count=len(plan.checks), noun='check')} to run again; {keeps}")

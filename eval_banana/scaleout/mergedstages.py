@@ -338,6 +338,17 @@ def _merged_execute(
                 for run in runs
                 for check_id, found in run.execute.artifact_ids.items()
             },
+            # The settings each shard's results were decided under, as each shard recorded them.
+            "verdict_settings": {
+                check_id: digest
+                for run in runs
+                for check_id, digest in run.execute.verdict_settings.items()
+            },
+            "verdict_setting_parts": {
+                digest: parts
+                for run in runs
+                for digest, parts in run.execute.verdict_setting_parts.items()
+            },
             # Each shard's checks/<stem>.json is linked in as it is (shardevidence.py).
             "result_file_digests": {
                 check_id: digest

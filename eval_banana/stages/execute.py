@@ -137,6 +137,8 @@ def _execute_doc(
         input_digests=run.inputs_now,
         result_file_digests=run.result_file_digests(),
         artifact_ids=run.artifacts,
+        verdict_settings=run.settings_record.by_check,
+        verdict_setting_parts=run.settings_record.parts,
         cache=cache.counts() if cache is not None else None,
     )
     return ExecuteDoc.model_validate(document)

@@ -1,0 +1,193 @@
+"""The settings a check's verdict was decided under: the parts of what decides it that come
+from the configuration, not from the project's files.
+
+The verdict cache keys a verdict on them (`components.py` takes the judge's parts from here),
+and the execute stage records them with each result (`ExecuteDoc.verdict_settings`), so that
+`eb status` and `eb update` see a result judged under other settings than a rerun would use
+(docs/rerunning-stages.md). Beyond the key's parts, a result records the time limit it ran
+under and its samples: a check that passed in 3 seconds under a 30-second limit is an error
+under a 1-second one. The isolation it was judged under is in the result itself
+(`details.isolation`, isolation/modes.py).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import NamedTuple
+
+from eval_banana.cache.key import Component, framed_key
+from eval_banana.core.files import sha256_bytes
+from eval_banana.models.config import AgentTemplate, Settings
+from eval_banana.models.repeats import sample_count
+from eval_banana.models.stages import PlannedCheck, ResolvedHarness
+
+_PREFIX = b"eval-banana/verdict-settings/v1\0"
+
+# Part -> how `eb status` and `eb update` name it when it changed.
+PART_WORDS: dict[str, str] = {
+    "harness.agent": "[harness] agent",
+    "agent.command": "the agent's command line",
+    "agent.variables": "the variables the config sets for the agent",
+    "agent.output_dialect": "the agent's output_dialect",
+    "model": "the model",
+    "reasoning_effort": "the reasoning effort",
+    "harness.timeout_seconds": "[harness] timeout_seconds",
+    "core.check_timeout_seconds": "[core] check_timeout_seconds",
+    "core.repeats": "[core] repeats",
+    "execution.env": "[execution] env",
+    "execution.env_allow": "[execution] env_allow",
+    "execution.env_allow_prefixes": "[execution] env_allow_prefixes",
+}
+
+
+def agent_components(
+    *, harness: ResolvedHarness, settings: Settings, model: str | None, effort: str | None
+) -> list[Component]:
+    """A judge's agent, command line (the prompt as `{prompt}`, so the model flag, the effort
+    tokens and the template's flags all count), the variables the config sets for it and its
+    output dialect: the verdict key's parts of them, in its order."""
+    from eval_banana.harness.command import build_argv
+
+    template = harness.template
+    command = build_argv(template=template, prompt="{prompt}", model=model, effort=effort)
+    return [
+        ("agent", harness.agent),
+        ("command_template", json.dumps(command, ensure_ascii=False, allow_nan=False)),
+        ("agent_variables", agent_variables(template=template, settings=settings)),
+        ("output_dialect", template.output_dialect),
+    ]
+
+
+def agent_variables(*, template: AgentTemplate, settings: Settings) -> str:
+    """The variables the config sets for the agent, as written, one layer each (a later layer
+    overrides an earlier one, so the same name in another layer is another environment).
+
+    `fixed_env` and `[harness.env]` are set verbatim: their values decide what the agent does
+    (a `JUDGE_MODE = "strict"`), so they count. `provider_env` counts by its text: a
+    `{env:NAME}` placeholder is the reference, never the value it reads from eb's environment
+    (a rotated token reuses every verdict, and no secret goes into a key). `model_env_vars`
+    receive the model, which is a component of its own.
+    """
+    layers = {
+        "provider_env": template.provider_env,
+        "fixed_env": template.fixed_env,
+        "harness_env": settings.harness.env,
+        "model_env_vars": sorted(name for name in template.model_env_vars if name.strip()),
+    }
+    return json.dumps(layers, sort_keys=True, ensure_ascii=False, allow_nan=False)
+
+
+# The key's names of a judge's agent parts -> their names here.
+_AGENT_PARTS: dict[str, str] = {
+    "agent": "harness.agent",
+    "command_template": "agent.command",
+    "agent_variables": "agent.variables",
+    "output_dialect": "agent.output_dialect",
+}
+
+
+def setting_parts(
+    *, check: PlannedCheck, settings: Settings, harness: ResolvedHarness | None
+) -> dict[str, str]:
+    """Part -> its value: the settings `check`'s verdict is decided under, with `harness` (the
+    guard's). An assertions check is graded in eb's own process by the check file alone:
+    none."""
+    if check.type not in ("harness_judge", "deterministic"):
+        return {}
+    parts = _environment_parts(settings=settings)
+    parts["core.repeats"] = str(
+        sample_count(definition=check.definition, default=settings.core.repeats)
+    )
+    if check.type == "deterministic":
+        parts["core.check_timeout_seconds"] = str(settings.core.check_timeout_seconds)
+        return parts
+    if harness is None:
+        parts["harness.agent"] = ""  # no agent: the judge is an error, whatever it asks
+        return parts
+    from eval_banana.harness.resolve import effective_model
+
+    model = effective_model(harness=harness, check_model=check.definition.get("model"))
+    effort = harness.reasoning_effort
+    for name, value in agent_components(
+        harness=harness, settings=settings, model=model, effort=effort
+    ):
+        parts[_AGENT_PARTS[name]] = value
+    parts["model"] = model or ""
+    parts["reasoning_effort"] = effort or ""
+    parts["harness.timeout_seconds"] = str(harness.timeout_seconds)
+    return parts
+
+
+def _environment_parts(*, settings: Settings) -> dict[str, str]:
+    """The environment policy a check runs under, and under the allowlist what it lets
+    through (under `inherit` the check receives everything, whatever the lists say)."""
+    execution = settings.execution
+    parts: dict[str, str] = {"execution.env": execution.env}
+    if execution.env == "allowlist":
+        parts["execution.env_allow"] = json.dumps(sorted(execution.env_allow), allow_nan=False)
+        parts["execution.env_allow_prefixes"] = json.dumps(
+            sorted(execution.env_allow_prefixes), allow_nan=False
+        )
+    return parts
+
+
+def part_digests(parts: dict[str, str]) -> dict[str, str]:
+    """Part -> `sha256:` of its value, as execute.json records them: which part changed can be
+    told, and no value (an API key written in `[harness.env]`) is copied into the run folder."""
+    return {
+        name: sha256_bytes(data=value.encode("utf-8", "surrogateescape"))
+        for name, value in sorted(parts.items())
+    }
+
+
+def settings_digest(digests: dict[str, str]) -> str:
+    """`sha256:` naming a set of part digests (`part_digests`), whatever their order."""
+    return framed_key(prefix=_PREFIX, components=sorted(digests.items()))
+
+
+def changed_parts(*, recorded: dict[str, str], now: dict[str, str]) -> list[str]:
+    """How `eb status` names the parts whose digests differ (or that one side lacks), in the
+    order of PART_WORDS (those another agent brings along left to `[harness] agent`); a part
+    this eb does not know by its own name."""
+    names = [name for name in recorded.keys() | now.keys() if recorded.get(name) != now.get(name)]
+    if "harness.agent" in names:
+        # Another agent has another template: its command line, variables and dialect
+        # follow from it, and are not told apart.
+        names = [name for name in names if not name.startswith("agent.")]
+    order = {name: position for position, name in enumerate(PART_WORDS)}
+    names.sort(key=lambda name: (order.get(name, len(order)), name))
+    return [PART_WORDS.get(name, name) for name in names]
+
+
+class VerdictSettings(NamedTuple):
+    """What execute.json records of the settings its results were decided under: check id ->
+    settings digest, and each digest's part digests."""
+
+    by_check: dict[str, str]
+    parts: dict[str, dict[str, str]]
+
+
+def verdict_settings(
+    *,
+    checks: list[PlannedCheck],
+    settings: Settings,
+    harness: ResolvedHarness | None,
+) -> VerdictSettings:
+    """The settings each of `checks` is decided under in a run with these settings and this
+    harness; worked out once per kind of check (its type, own model and own repeats are all a
+    check adds to them)."""
+    by_kind: dict[tuple[str, str, str], str] = {}
+    record = VerdictSettings(by_check={}, parts={})
+    for check in checks:
+        kind = (
+            check.type,
+            repr(check.definition.get("model")),
+            repr(check.definition.get("repeats")),
+        )
+        digest = by_kind.get(kind)
+        if digest is None:
+            digests = part_digests(setting_parts(check=check, settings=settings, harness=harness))
+            digest = by_kind[kind] = settings_digest(digests)
+            record.parts[digest] = digests
+        record.by_check[check.id] = digest
+    return record
