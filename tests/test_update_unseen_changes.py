@@ -236,3 +236,87 @@ def test_a_result_of_an_earlier_eb_is_judged_again_only_on_what_it_records(
     updated = _eb(root, "update", path=path)
     assert updated.returncode == 1, updated.stdout + updated.stderr
     assert _reruns(updated.stdout) == ["rerun slow: [core] check_timeout_seconds changed"]
+
+
+def _local_judge_project(root: Path, *, extra: str = "") -> None:
+    """A judge whose agent is a project file, `tools/judge.sh` (which says yes), and declares
+    `inputs:` that leave that file out."""
+    _write(
+        root,
+        {
+            ".eval-banana/config.toml": '[harness]\nagent = "local"\nisolation = "off"\n'
+            '[agents.local]\ncommand = ["tools/judge.sh"]\nmodel_flag = ""\n' + extra,
+            "README.md": "# readme\n",
+            "eval_checks/judge.yaml": "schema_version: 1\nid: judge\ntype: harness_judge\n"
+            'description: judged\ninputs: ["README.md"]\ninstructions: Answer 1.\n',
+            "tools/judge.sh": _YES,
+        },
+    )
+    (root / "tools" / "judge.sh").chmod(0o755)
+
+
+def test_an_edited_project_file_agent_makes_its_judges_results_stale(tmp_path: Path) -> None:
+    """The agent's command, a project file (`tools/judge.sh`), edited to answer 0: `eb status`
+    said every stage ok and `eb update` "Nothing to update", while a fresh run failed."""
+    root = tmp_path / "proj"
+    _local_judge_project(root)
+    assert _eb(root, "run").returncode == 0
+    (root / "tools" / "judge.sh").write_text(_NO)
+    status = _eb(root, "status")
+    execute = _row(status.stdout, "execute")
+    assert "judge: the agent's executable tools/judge.sh changed" in execute, status.stdout
+    updated = _eb(root, "update")
+    assert updated.returncode == 1, updated.stdout + updated.stderr
+    assert _reruns(updated.stdout) == ["rerun judge: the agent's executable tools/judge.sh changed"]
+    assert _eb(root, "status").returncode == 0
+    assert _eb(root, "run").returncode == 1
+
+
+def test_another_agent_found_on_path_makes_its_judges_results_stale(tmp_path: Path) -> None:
+    """Another `fakejudge` earlier on PATH than the one the run's judges ran: the guard
+    recorded where it found the first, and `eb status` compared nothing of it."""
+    root = tmp_path / "proj"
+    _write(
+        root,
+        {
+            ".eval-banana/config.toml": '[harness]\nagent = "fake"\nisolation = "off"\n'
+            '[agents.fake]\ncommand = ["fakejudge"]\nmodel_flag = ""\n',
+            "eval_checks/judge.yaml": "schema_version: 1\nid: judge\ntype: harness_judge\n"
+            "description: judged\ninputs: []\ninstructions: Answer 1.\n",
+        },
+    )
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder, text in ((first, _YES), (second, _NO)):
+        folder.mkdir()
+        (folder / "fakejudge").write_text(text)
+        (folder / "fakejudge").chmod(0o755)
+    assert _eb(root, "run", path=f"{first}{os.pathsep}{os.environ['PATH']}").returncode == 0
+    path = f"{second}{os.pathsep}{first}{os.pathsep}{os.environ['PATH']}"
+    status = _eb(root, "status", path=path)
+    guard = _row(status.stdout, "guard")
+    moved = (
+        f"the agent's command fakejudge is found at {second / 'fakejudge'} now, "
+        f"not {first / 'fakejudge'}"
+    )
+    assert moved in guard, status.stdout
+    updated = _eb(root, "update", path=path)
+    assert updated.returncode == 1, updated.stdout + updated.stderr
+    assert _reruns(updated.stdout) == [
+        f"rerun judge: the agent's executable {second / 'fakejudge'} changed"
+    ]
+    assert _eb(root, "status", path=path).returncode == 0
+
+
+def test_an_edited_project_file_agent_is_no_stored_verdicts_agent(tmp_path: Path) -> None:
+    """With the verdict cache on, the pass the first `tools/judge.sh` gave was reused (and the
+    whole run replayed) after the file was edited to answer 0: the key named the command as
+    written, not the file it runs."""
+    root = tmp_path / "proj"
+    _local_judge_project(root, extra='[cache]\nmode = "on"\n')
+    assert _eb(root, "run").returncode == 0
+    cached = _eb(root, "run")  # every verdict reused: kept as a replay too
+    assert cached.returncode == 0 and "(cached)" in cached.stdout, cached.stdout
+    (root / "tools" / "judge.sh").write_text(_NO)
+    judged = _eb(root, "run")
+    assert judged.returncode == 1, judged.stdout + judged.stderr
+    assert "- judge: failed - no" in judged.stdout, judged.stdout

@@ -4,8 +4,9 @@ Every check: its `check_definition_sha256` (the YAML and any referenced script),
 (the files its `inputs:` match, or the whole project) and the names, never the values, of the
 environment variables the environment policy lets through (and the policy, under the
 allowlist). Then per type: a judge's agent, command line template, the variables the config
-sets for the agent as written (`{env:NAME}` placeholders by their text), output dialect, model,
-reasoning effort, exact prompt and prompt version; a deterministic check's interpreter version
+sets for the agent as written (`{env:NAME}` placeholders by their text), output dialect, its
+executable when that is a project file (path and content), model, reasoning effort, exact
+prompt and prompt version; a deterministic check's interpreter version
 and eb's rules for its verdict; an assertions check's artifact, the evaluator (eb's version)
 and its rules (runners/verdictrules.py). Nothing else: timestamps, paths of the project root,
 the values of eb's own environment variables and timeouts (a timeout is an error, and errors
@@ -22,7 +23,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from eval_banana.cache.key import Component
-from eval_banana.cache.verdictsettings import agent_components
+from eval_banana.cache.verdictsettings import agent_components, agent_executable
 from eval_banana.checks.inputs import CheckInputs, artifact_of, declared_inputs
 from eval_banana.core.version import tool_version
 from eval_banana.harness.prompt import judge_prompt
@@ -55,6 +56,17 @@ class KeyContext:
         self.env_names = "\0".join(variable_names(settings=settings, environ=environ))
         # (model, effort) -> the judge components every check asking for them shares.
         self._agent_parts: dict[tuple[str | None, str | None], list[Component]] = {}
+        self._executable: list[Component] | None = None
+
+    def executable_parts(self, *, harness: ResolvedHarness) -> list[Component]:
+        """The agent's executable, when it is a project file: its path and what reading it
+        gives (`command = ["tools/judge.sh"]` edited is another judge). One outside the
+        project counts by neither: the same key on every machine, whatever PATH finds (an
+        agent CLI upgraded: `--cache refresh`). Read once, before any check runs."""
+        if self._executable is None:
+            found = agent_executable(harness=harness, project_root=self.project_root)
+            self._executable = [("agent_executable", found.text())] if found.in_project else []
+        return self._executable
 
     def agent_parts(
         self, *, harness: ResolvedHarness, model: str | None, effort: str | None
@@ -99,6 +111,8 @@ def _judge(*, check: PlannedCheck, context: KeyContext) -> list[Component] | Non
     effort = harness.reasoning_effort
     return [
         *context.agent_parts(harness=harness, model=model, effort=effort),
+        # Absent unless the executable is a project file: every other key stays as it was.
+        *context.executable_parts(harness=harness),
         ("model", model or ""),
         ("reasoning_effort", effort or ""),
         ("prompt", judge_prompt(check=check)),

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from eval_banana.cache.components import interpreter_version, variable_names
 from eval_banana.cache.key import Component, framed_key
+from eval_banana.cache.verdictsettings import agent_executable
 from eval_banana.checks.inputs import CheckInputs, artifact_of
 from eval_banana.core.errors import ConfigError
 from eval_banana.core.version import tool_version
@@ -162,11 +163,15 @@ def scope_reader(
 
 def watched_paths(*, config: ConfigDoc, checks: Sequence[PlannedCheck]) -> list[str]:
     """Files the plan and keys read beside the input states: referenced scripts, assertions
-    artifacts, the families' dataset files and the calibration record the guard consulted."""
+    artifacts, the families' dataset files, the calibration record the guard consulted and
+    the judges' agent executable when it is a project file (the key holds where it is found,
+    and its content only so)."""
     from eval_banana.settings.folders import record_path
 
     root = Path(config.project_root)
     found = {str(record_path(config=config))}
+    if any(check.type == "harness_judge" for check in checks):
+        found.update(_project_executable(config=config))
     for check in checks:
         if check.script_path:
             found.add(check.script_path)
@@ -176,6 +181,21 @@ def watched_paths(*, config: ConfigDoc, checks: Sequence[PlannedCheck]) -> list[
         if artifact:
             found.add(str(root / artifact))
     return sorted(found)
+
+
+def _project_executable(*, config: ConfigDoc) -> list[str]:
+    """The agent's executable, when the harness finds it in the project."""
+    from eval_banana.harness.resolve import resolve_harness
+
+    root = Path(config.project_root)
+    try:
+        harness = resolve_harness(settings=config.settings, project_root=root)
+    except ConfigError:
+        return []
+    found = agent_executable(harness=harness, project_root=root)
+    if harness is None or harness.executable is None or not found.in_project:
+        return []
+    return [harness.executable]
 
 
 def watched_ids(*, paths: Sequence[str]) -> list[tuple[str, str | None]]:

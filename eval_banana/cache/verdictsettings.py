@@ -1,5 +1,5 @@
 """The settings a check's verdict was decided under: the parts of what decides it that come
-from the configuration, not from the project's files.
+from the configuration (and the agent's executable), not from the project's files.
 
 The verdict cache keys a verdict on them (`components.py` takes the judge's parts from here),
 and the execute stage records them with each result (`ExecuteDoc.verdict_settings`), so that
@@ -13,10 +13,13 @@ under a 1-second one. The isolation it was judged under is in the result itself
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 from typing import NamedTuple
 
 from eval_banana.cache.key import Component, framed_key
 from eval_banana.core.files import sha256_bytes
+from eval_banana.core.words import visible
 from eval_banana.models.config import AgentTemplate, Settings
 from eval_banana.models.repeats import sample_count
 from eval_banana.models.stages import PlannedCheck, ResolvedHarness
@@ -29,6 +32,7 @@ PART_WORDS: dict[str, str] = {
     "agent.command": "the agent's command line",
     "agent.variables": "the variables the config sets for the agent",
     "agent.output_dialect": "the agent's output_dialect",
+    "agent.executable": "the agent's executable",
     "model": "the model",
     "reasoning_effort": "the reasoning effort",
     "harness.timeout_seconds": "[harness] timeout_seconds",
@@ -38,6 +42,42 @@ PART_WORDS: dict[str, str] = {
     "execution.env_allow": "[execution] env_allow",
     "execution.env_allow_prefixes": "[execution] env_allow_prefixes",
 }
+
+
+class AgentExecutable(NamedTuple):
+    """The agent's executable as a verdict counts it: where it was found (project-relative
+    inside the project, absolute outside it, "" when not found) and, inside the project, what
+    reading it gives (its mode and blob id, a link followed; `absent` when it cannot be read).
+    The content of an executable outside the project is never read: an agent CLI upgraded in
+    place is not seen (docs/incremental.md)."""
+
+    where: str
+    content: str | None
+
+    @property
+    def in_project(self) -> bool:
+        return self.content is not None
+
+    def text(self) -> str:
+        return f"{self.where}\0{self.content or ''}"
+
+
+def agent_executable(*, harness: ResolvedHarness | None, project_root: Path) -> AgentExecutable:
+    """The executable the guard found for the agent's command, as `AgentExecutable` counts it."""
+    from eval_banana.projectstate.blobs import read_identity
+
+    found = harness.executable if harness is not None else None
+    if not found:
+        return AgentExecutable(where="", content=None)
+    relative = os.path.relpath(found, project_root)
+    if relative == os.curdir or relative.split(os.sep)[0] == os.pardir:
+        return AgentExecutable(where=found, content=None)
+    try:
+        identity = read_identity(path=found)
+    except OSError:
+        identity = None
+    content = "absent" if identity is None else f"{identity.mode}:{identity.id}"
+    return AgentExecutable(where=Path(relative).as_posix(), content=content)
 
 
 def agent_components(
@@ -87,11 +127,15 @@ _AGENT_PARTS: dict[str, str] = {
 
 
 def setting_parts(
-    *, check: PlannedCheck, settings: Settings, harness: ResolvedHarness | None
+    *,
+    check: PlannedCheck,
+    settings: Settings,
+    harness: ResolvedHarness | None,
+    executable: AgentExecutable,
 ) -> dict[str, str]:
     """Part -> its value: the settings `check`'s verdict is decided under, with `harness` (the
-    guard's). An assertions check is graded in eb's own process by the check file alone:
-    none."""
+    guard's) and its `executable`. An assertions check is graded in eb's own process by the
+    check file alone: none."""
     if check.type not in ("harness_judge", "deterministic"):
         return {}
     parts = _environment_parts(settings=settings)
@@ -112,6 +156,7 @@ def setting_parts(
         harness=harness, settings=settings, model=model, effort=effort
     ):
         parts[_AGENT_PARTS[name]] = value
+    parts["agent.executable"] = executable.text()
     parts["model"] = model or ""
     parts["reasoning_effort"] = effort or ""
     parts["harness.timeout_seconds"] = str(harness.timeout_seconds)
@@ -146,17 +191,17 @@ def settings_digest(digests: dict[str, str]) -> str:
 
 
 def changed_parts(*, recorded: dict[str, str], now: dict[str, str]) -> list[str]:
-    """How `eb status` names the parts whose digests differ (or that one side lacks), in the
-    order of PART_WORDS (those another agent brings along left to `[harness] agent`); a part
-    this eb does not know by its own name."""
+    """The parts whose digests differ (or that one side lacks), in the order of PART_WORDS
+    (those another agent brings along left to `harness.agent`); a part this eb does not know
+    last."""
     names = [name for name in recorded.keys() | now.keys() if recorded.get(name) != now.get(name)]
     if "harness.agent" in names:
-        # Another agent has another template: its command line, variables and dialect
-        # follow from it, and are not told apart.
+        # Another agent has another template: its command line, variables, dialect and
+        # executable follow from it, and are not told apart.
         names = [name for name in names if not name.startswith("agent.")]
     order = {name: position for position, name in enumerate(PART_WORDS)}
     names.sort(key=lambda name: (order.get(name, len(order)), name))
-    return [PART_WORDS.get(name, name) for name in names]
+    return names
 
 
 class VerdictSettings(NamedTuple):
@@ -165,6 +210,13 @@ class VerdictSettings(NamedTuple):
 
     by_check: dict[str, str]
     parts: dict[str, dict[str, str]]
+    executable: AgentExecutable  # the agent's, as the judges' parts count it
+
+    def named(self, name: str) -> str:
+        """How `eb status` names a part, the executable with where it is found now."""
+        if name == "agent.executable" and self.executable.where:
+            return f"{PART_WORDS[name]} {visible(self.executable.where)}"
+        return PART_WORDS.get(name, name)
 
 
 def verdict_settings(
@@ -172,12 +224,19 @@ def verdict_settings(
     checks: list[PlannedCheck],
     settings: Settings,
     harness: ResolvedHarness | None,
+    project_root: Path,
 ) -> VerdictSettings:
     """The settings each of `checks` is decided under in a run with these settings and this
-    harness; worked out once per kind of check (its type, own model and own repeats are all a
-    check adds to them)."""
+    harness (its executable read now, when it lies in the project); worked out once per kind
+    of check (its type, own model and own repeats are all a check adds to them)."""
+    judges = any(check.type == "harness_judge" for check in checks)
+    executable = (
+        agent_executable(harness=harness, project_root=project_root)
+        if judges
+        else AgentExecutable(where="", content=None)
+    )
     by_kind: dict[tuple[str, str, str], str] = {}
-    record = VerdictSettings(by_check={}, parts={})
+    record = VerdictSettings(by_check={}, parts={}, executable=executable)
     for check in checks:
         kind = (
             check.type,
@@ -186,7 +245,10 @@ def verdict_settings(
         )
         digest = by_kind.get(kind)
         if digest is None:
-            digests = part_digests(setting_parts(check=check, settings=settings, harness=harness))
+            parts = setting_parts(
+                check=check, settings=settings, harness=harness, executable=executable
+            )
+            digests = part_digests(parts)
             digest = by_kind[kind] = settings_digest(digests)
             record.parts[digest] = digests
         record.by_check[check.id] = digest

@@ -126,12 +126,13 @@ class PlanRun:
         self.inputs_now = input_digests(checks=self.checks, reader=self.check_inputs)
         self.artifacts = artifact_ids(checks=self.checks, project_root=self.project_root)
         self.unmatched = unmatched_inputs(checks=self.checks, reader=self.check_inputs)
-        # The settings each verdict is decided under (eb status compares them with those a
-        # rerun would use).
+        # The settings each verdict is decided under, the agent's executable read before any
+        # check runs (eb status compares them with those a rerun would use).
         self.settings_record = verdict_settings(
             checks=self.checks,
             settings=config.settings,
             harness=guard.harness,
+            project_root=self.project_root,
         )
         self.cache = open_cache(
             config=config,

@@ -33,6 +33,13 @@ def _find_executable(*, command: str, project_root: Path) -> str | None:
     return shutil.which(command)
 
 
+def executable_now(*, harness: ResolvedHarness, project_root: Path) -> str | None:
+    """Where the agent's command of `harness` is found now (its `executable` is where it was
+    found when the harness was resolved): PATH, or the file, may lead elsewhere since."""
+    command = harness.template.command
+    return _find_executable(command=command[0], project_root=project_root) if command else None
+
+
 def resolve_harness(*, settings: Settings, project_root: Path) -> ResolvedHarness | None:
     """The configured agent with its template and effective values; None when no agent is set.
 

@@ -453,9 +453,10 @@ class ExecuteDoc(StageEnvelope):
         default_factory=dict,
         description="Check id -> sha256:<hex> naming the settings its result was decided under "
         "(a judge's agent, command line, the variables the config sets for it, its output "
-        "dialect, model, effort and timeout; a script's timeout; the samples; the env "
-        "policy), as this stage ran it; eb status and eb update compare it with those a "
-        "rerun would use and judge again the checks whose settings differ. An execute.json "
+        "dialect, executable (a project file's content too), model, effort and timeout; a "
+        "script's timeout; the samples; the env policy), as this stage ran it; eb status and "
+        "eb update compare it with those a rerun would use and judge again the checks whose "
+        "settings differ. An execute.json "
         "written before eb recorded them has none: such a result is compared by what it "
         "records of them itself (its agent, model, effort, dialect and timeout).",
     )

@@ -1,6 +1,6 @@
 """Whether a recorded result was decided under the settings a rerun would use: its agent, the
-agent's command line, variables, model, effort and timeout, a script's timeout, the samples
-and the env policy (`cache/verdictsettings.py`, as execute.json records them), and the
+agent's command line, variables, executable, model, effort and timeout, a script's timeout,
+the samples and the env policy (`cache/verdictsettings.py`, as execute.json records them), and the
 isolation it was judged under (its own `details.isolation`). Part of the execute stage's
 staleness, for `eb status` and `eb update` (which judges again the checks it names): a pass
 judged by another agent, or under a longer time limit, is not the verdict a fresh run gives.
@@ -52,26 +52,50 @@ def settings_to_come(*, run_dir: Path, config: ConfigDoc) -> SettingsNow | None:
     """What `eb update` would run the checks under, for `eb status`: once the config file
     changed, the configuration resolved again in memory (as the config stage will resolve it,
     under the flags the run was made with and the variables set now) and its agent found
-    again; else config.json's settings and guard.json's harness. None when they cannot be
+    again; once the agent's command is found elsewhere, config.json's settings and the agent
+    found again; else config.json's settings and guard.json's harness. None when they cannot be
     told now (guard.json unreadable, the configuration no longer resolves): the stages before
     execute say why."""
     try:
         guard: GuardDoc = read_stage(run_dir=run_dir, stage="guard")
     except StageFileError:
         return None
-    if not _config_file_changed(config=config):
-        return settings_in_folder(config=config, guard=guard)
     import os
 
     from eval_banana.harness.resolve import resolve_harness
     from eval_banana.pipeline.rerun import resolved_again
 
+    now = config
     try:
-        now = resolved_again(previous=config, run_dir=run_dir, environ=os.environ)
+        if _config_file_changed(config=config):
+            now = resolved_again(previous=config, run_dir=run_dir, environ=os.environ)
+        elif executable_moved(doc=guard, run_dir=run_dir) is None:
+            return settings_in_folder(config=config, guard=guard)
+        # The guard is resolved again: its agent found where it is found now.
         harness = resolve_harness(settings=now.settings, project_root=Path(now.project_root))
     except EvalBananaError:
         return None
     return SettingsNow(config=now, harness=harness)
+
+
+def executable_moved(*, doc: GuardDoc, run_dir: Path) -> str | None:
+    """The agent's command found elsewhere now than the guard found it (another executable
+    earlier on PATH, or none), which the judges would run: the guard is resolved again."""
+    from eval_banana.core.words import visible
+    from eval_banana.harness.resolve import executable_now
+
+    harness = doc.harness
+    if harness is None or not doc.judge_checks or not harness.template.command:
+        return None
+    config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
+    now = executable_now(harness=harness, project_root=Path(config.project_root))
+    if now == harness.executable:
+        return None
+    command = visible(harness.template.command[0])
+    was = visible(harness.executable or "not found")
+    if now is None:
+        return f"the agent's command {command} is not found now (it was {was})"
+    return f"the agent's command {command} is found at {visible(now)} now, not {was}"
 
 
 def _config_file_changed(*, config: ConfigDoc) -> bool:
@@ -95,6 +119,7 @@ def setting_changes(*, plan: PlanDoc, executed: ExecuteDoc, now: SettingsNow) ->
         checks=checks,
         settings=now.config.settings,
         harness=now.harness,
+        project_root=Path(now.config.project_root),
     )
     changes: dict[str, str] = {}
     for check in checks:
@@ -109,9 +134,10 @@ def setting_changes(*, plan: PlanDoc, executed: ExecuteDoc, now: SettingsNow) ->
         elif recorded not in executed.verdict_setting_parts:
             named = ["the settings it was decided under"]
         else:
-            named = changed_parts(
+            parts = changed_parts(
                 recorded=executed.verdict_setting_parts[recorded], now=record.parts[current]
             )
+            named = [record.named(part) for part in parts]
         isolation = _isolation_change(check=check, result=result, config=now.config)
         if isolation is not None:
             named.append(isolation)

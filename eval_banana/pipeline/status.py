@@ -25,6 +25,7 @@ from eval_banana.pipeline.familychanges import shown_path
 from eval_banana.pipeline.relocation import Relocation, relocation
 from eval_banana.pipeline.resultchanges import results_outdated
 from eval_banana.pipeline.runfiles import reports_changed
+from eval_banana.pipeline.settingchanges import executable_moved
 from eval_banana.pipeline.stalewords import describe_changes, problems_now
 from eval_banana.stagefiles.layout import STAGE_NAMES, stage_path
 from eval_banana.stagefiles.read import STAGE_INPUTS, read_stage, stage_digest
@@ -85,9 +86,12 @@ def _walked(*, roots: list[str], root: str) -> str:
 
 def _refusal_changed(*, doc: GuardDoc, run_dir: Path) -> str | None:
     """A guard that refused the run, decided again: an agent CLI installed since, a judge
-    calibrated, a setting that now resolves. Else the calibration record it read."""
+    calibrated, a setting that now resolves. Else the agent's command found elsewhere now,
+    or the calibration record it read."""
     if doc.ok:
-        return _calibration_record_changed(doc=doc, run_dir=run_dir)
+        return executable_moved(doc=doc, run_dir=run_dir) or _calibration_record_changed(
+            doc=doc, run_dir=run_dir
+        )
     from eval_banana.stages.guard import guard
 
     config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
