@@ -20,7 +20,8 @@ from typing import NamedTuple
 from eval_banana.cache.key import Component, framed_key
 from eval_banana.core.files import sha256_bytes
 from eval_banana.core.words import visible
-from eval_banana.models.config import AgentTemplate, Settings
+from eval_banana.harness.variables import agent_variables
+from eval_banana.models.config import Settings
 from eval_banana.models.repeats import sample_count
 from eval_banana.models.stages import PlannedCheck, ResolvedHarness
 
@@ -96,25 +97,6 @@ def agent_components(
         ("agent_variables", agent_variables(template=template, settings=settings)),
         ("output_dialect", template.output_dialect),
     ]
-
-
-def agent_variables(*, template: AgentTemplate, settings: Settings) -> str:
-    """The variables the config sets for the agent, as written, one layer each (a later layer
-    overrides an earlier one, so the same name in another layer is another environment).
-
-    `fixed_env` and `[harness.env]` are set verbatim: their values decide what the agent does
-    (a `JUDGE_MODE = "strict"`), so they count. `provider_env` counts by its text: a
-    `{env:NAME}` placeholder is the reference, never the value it reads from eb's environment
-    (a rotated token reuses every verdict, and no secret goes into a key). `model_env_vars`
-    receive the model, which is a component of its own.
-    """
-    layers = {
-        "provider_env": template.provider_env,
-        "fixed_env": template.fixed_env,
-        "harness_env": settings.harness.env,
-        "model_env_vars": sorted(name for name in template.model_env_vars if name.strip()),
-    }
-    return json.dumps(layers, sort_keys=True, ensure_ascii=False, allow_nan=False)
 
 
 # The key's names of a judge's agent parts -> their names here.

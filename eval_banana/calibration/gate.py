@@ -18,9 +18,10 @@ from eval_banana.calibration.figures import (
     figure_problems,
     figures_of,
 )
-from eval_banana.calibration.key import calibration_key, key_differences
+from eval_banana.calibration.key import calibration_key, key_differences, missing_parts
 from eval_banana.calibration.store import UnreadableRecord, read_record
 from eval_banana.models.calibration import CalibrationDoc
+from eval_banana.models.config import Settings
 from eval_banana.models.stages import (
     ConfigDoc,
     PlanDoc,
@@ -66,6 +67,7 @@ def _judge_problem(
     check: PlannedCheck,
     record: CalibrationDoc | None,
     harness: ResolvedHarness,
+    settings: Settings,
     label: str,
     min_agreement: float,
     min_agreement_origin: SettingOrigin,
@@ -92,8 +94,17 @@ def _judge_problem(
     entry = record.checks.get(check.id) if record is not None else None
     if entry is None:
         return problem("has not been calibrated (no record in calibration.json)", _rerun(check))
+    older = missing_parts(entry.key)
+    if older:
+        # Fail closed: such a key could not tell one [harness.env] model or gateway from another.
+        return problem(
+            "was calibrated under another key, of an older eb that did not record its "
+            f"{' or '.join(older)}",
+            _rerun(check),
+        )
     changed = key_differences(
-        recorded=entry.key, current=calibration_key(check=check, harness=harness)
+        recorded=entry.key,
+        current=calibration_key(check=check, harness=harness, settings=settings),
     )
     if changed:
         return problem(
@@ -156,6 +167,7 @@ def calibration_problems(
             check=judge,
             record=record,
             harness=harness,
+            settings=config.settings,
             label=label,
             min_agreement=min_agreement,
             min_agreement_origin=min_agreement_origin,

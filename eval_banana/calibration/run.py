@@ -25,6 +25,7 @@ from eval_banana.core.files import write_text_atomic
 from eval_banana.core.ownmark import mark_folder
 from eval_banana.isolation.session import Looks
 from eval_banana.models.calibration import CaseOutcome, CaseSample, JudgeCalibration
+from eval_banana.models.config import Settings
 from eval_banana.models.repeats import sample_count
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, PlannedCheck, ResolvedHarness
@@ -227,6 +228,7 @@ def figures(
     *,
     check: PlannedCheck,
     harness: ResolvedHarness,
+    settings: Settings,
     samples: Mapping[int, list[CaseSample]],
     samples_per_case: int,
     run_dir: Path,
@@ -249,7 +251,7 @@ def figures(
     return JudgeCalibration(
         check_id=check.id,
         source_path=check.source_path,
-        key=calibration_key(check=check, harness=harness),
+        key=calibration_key(check=check, harness=harness, settings=settings),
         measured_at=iso(utc_now()),
         run_dir=str(run_dir),
         samples_per_case=samples_per_case,
@@ -325,6 +327,7 @@ def calibrate(
         figures(
             check=check,
             harness=harness,
+            settings=config.settings,
             samples=taken[check.id],
             samples_per_case=sample_count(definition=check.definition, default=default_repeats),
             run_dir=run_dir,

@@ -31,6 +31,19 @@ class CalibrationKey(Record):
         description="The agent's command line as JSON, with the prompt as '{prompt}'."
     )
     prompt_version: str = Field(description="The version of the prompt eb builds for judges.")
+    agent_variables_sha256: str | None = Field(
+        default=None,
+        description="SHA-256 of the variables the config sets for the agent, as written: the "
+        "agent's provider_env (a {env:NAME} placeholder by its text) and fixed_env, and "
+        "[harness.env]. Only the digest is kept, so no value of them is in the record. Null "
+        "in a record of an older eb, which is refused as calibrated under another key.",
+        pattern=r"^sha256:[0-9a-f]{64}$",
+    )
+    output_dialect: str | None = Field(
+        default=None,
+        description="How the agent's answer is read (its output_dialect). Null in a record "
+        "of an older eb, which is refused as calibrated under another key.",
+    )
 
 
 class CaseSample(Record):

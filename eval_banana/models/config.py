@@ -154,7 +154,8 @@ class HarnessSettings(_Section):
         description="Refuse to run a judge that has no calibration cases, no known-good or no "
         "known-bad case, no record in "
         ".eval-banana/calibration.json, a record measured under another definition, agent, "
-        "model, effort, command or prompt, or agreement below min_agreement (`eb calibrate` "
+        "model, effort, command, prompt, agent variables ([harness.env], provider_env, "
+        "fixed_env) or output dialect, or agreement below min_agreement (`eb calibrate` "
         "writes the record).",
     )
     min_agreement: float = Field(

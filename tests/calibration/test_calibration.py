@@ -289,6 +289,81 @@ def test_a_changed_model_or_definition_invalidates_the_record(
     assert proj.eb("run", "--require-calibration").exit_code == 0
 
 
+def test_the_agents_variables_and_output_dialect_are_in_the_calibration_key(
+    make_project: Callable[..., Project], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The key left out what the verdict cache keys a judge on besides: `[harness.env]` (where
+    a model, a gateway or a key goes), the agent's provider_env and fixed_env, and its
+    output_dialect. A judge calibrated with `JUDGE_MODEL = "strict"` kept passing the gate after
+    `[harness.env]` chose "lenient", a model nobody had measured."""
+    proj = make_project({"greets": judge("greets", script=READS_ANSWER, cases=[GOOD, BAD])})
+    config = proj.root / ".eval-banana" / "config.toml"
+    written = config.read_text()  # ends in [agents.scripted]: `agent` lines go on after it
+    secret = "sk-written-out-0123456789abcdef"
+    token = "token-from-the-environment-0123456789"
+    monkeypatch.setenv("CAL_TOKEN", token)
+
+    def configure(*, model: str, agent: str = "") -> None:
+        config.write_text(
+            written
+            + 'provider_env = { GATEWAY_TOKEN = "{env:CAL_TOKEN}" }\n'
+            + agent
+            + f'\n[harness.env]\nJUDGE_MODEL = "{model}"\nGATEWAY_KEY = "{secret}"\n'
+        )
+
+    def gate() -> EbResult:
+        return proj.eb("validate", "--require-calibration")
+
+    configure(model="strict")
+    calibrated = proj.eb("calibrate")
+    assert calibrated.exit_code == 0, calibrated.stdout + calibrated.stderr
+    assert gate().exit_code == 0
+    # The record is committed and shared: it holds the variables' digest, never their values.
+    text = (proj.root / ".eval-banana" / "calibration.json").read_text()
+    assert secret not in text and token not in text
+    # As in the cache key, a placeholder counts by its text: a rotated token changes nothing.
+    monkeypatch.setenv("CAL_TOKEN", "a-rotated-token")
+    assert gate().exit_code == 0
+    changed_words = {
+        "agent variables ([harness.env], the agent's provider_env and fixed_env)": [
+            {"model": "lenient"},
+            {"model": "strict", "agent": 'fixed_env = { JUDGE_MODE = "lax" }\n'},
+        ],
+        "output dialect": [{"model": "strict", "agent": 'output_dialect = "claude"\n'}],
+    }
+    for words, configurations in changed_words.items():
+        for configuration in configurations:
+            configure(**configuration)
+            refused = gate()
+            assert refused.exit_code == 2, configuration
+            assert (
+                f"Judge check 'greets' was calibrated under another key: its {words} changed"
+                in refused.stderr
+            )
+    configure(model="strict")
+    assert gate().exit_code == 0
+    key = proj.record["checks"]["greets"]["key"]
+    assert key["agent_variables_sha256"].startswith("sha256:")
+    assert key["output_dialect"] == "text"
+
+    # A record an older eb wrote has no such parts in its key: measured under another key.
+    document = proj.record
+    for name in ("agent_variables_sha256", "output_dialect"):
+        del document["checks"]["greets"]["key"][name]
+    proj.write(".eval-banana/calibration.json", json.dumps(document, indent=2))
+    older = proj.eb("run", "--require-calibration")
+    assert older.exit_code == 2
+    assert (
+        "Judge check 'greets' was calibrated under another key, of an older eb that did not "
+        "record its agent variables ([harness.env], the agent's provider_env and fixed_env) or "
+        "output dialect" in older.stderr
+    )
+    assert "Run `eb calibrate --check-id greets`" in older.stderr
+    assert not any((proj.root / "runs").glob("*/report.json"))  # nothing ran
+    assert proj.eb("calibrate").exit_code == 0
+    assert proj.eb("run", "--require-calibration").exit_code == 0
+
+
 def test_calibration_never_changes_a_project_file(
     make_project: Callable[..., Project], tmp_path: Path
 ) -> None:
