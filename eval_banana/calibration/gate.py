@@ -3,8 +3,9 @@
 A judge passes the gate when it has calibration cases of both labels (known-good and
 known-bad), `calibration.json` holds a record of it measured under the key it would run under
 now, that record agrees with its own per-case results (its figures are computed again from its
-samples, never taken as stored), and the agreement reaches min_agreement. The guard refuses
-the others (and `eb validate` lists them).
+samples, never taken as stored), and the agreement reaches min_agreement, as do its true-fail
+rate (on the known-bad cases) and its true-pass rate (on the known-good ones) each. The guard
+refuses the others (and `eb validate` lists them).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections import Counter
 
 from eval_banana.calibration.family import judges_of
 from eval_banana.calibration.figures import (
+    Figures,
     case_problems,
     cases_of,
     figure_problems,
@@ -120,14 +122,58 @@ def _judge_problem(
             "The record was edited or damaged: " + _rerun(check),
         )
     measured = figures_of(entry.outcomes)
-    if measured.agreement < min_agreement:
-        # The floor is named where it was set: a variable's, a flag's or the file's.
+    short = _below_floor(
+        measured=measured, min_agreement=min_agreement, origin=min_agreement_origin
+    )
+    if short is not None:
         return problem(
-            f"agreed with its calibration cases on {measured.agreement:.2f} of its samples, "
-            f"below min_agreement {min_agreement:g} ({measured.cases_agreed} of "
-            f"{measured.cases} cases agreed; {min_agreement_origin.given(min_agreement)})",
+            short,
             "Improve the judge's instructions (or fix a mislabelled case), run `eb calibrate` "
             f"again, or lower {min_agreement_origin.named}.",
+        )
+    return None
+
+
+# Each label's rate, held to min_agreement on its own: overall agreement alone lets a judge
+# that passes everything through when known-good cases outnumber known-bad ones (3 to 1: 0.75).
+_RATES = (
+    ("true_fail_rate", "true-fail rate", "known-bad", "failed", "it would let defects through"),
+    ("true_pass_rate", "true-pass rate", "known-good", "passed", "it would block good work"),
+)
+
+
+def _short_rates(*, measured: Figures, min_agreement: float) -> list[str]:
+    """Each label's rate below min_agreement, in words (a rate with no case counts as 0)."""
+    found = []
+    for name, words, kind, did, harm in _RATES:
+        rate = getattr(measured, name)
+        if rate is None or rate < min_agreement:
+            shown = "n/a" if rate is None else f"{rate:.2f}"
+            found.append(
+                f"{words} {shown} (the share of its samples on {kind} cases it {did}: {harm})"
+            )
+    return found
+
+
+def _below_floor(*, measured: Figures, min_agreement: float, origin: SettingOrigin) -> str | None:
+    """Why the measured figures fall short of min_agreement (named where it was set), or None:
+    the agreement over all samples and each label's rate must each reach it."""
+    rates = _short_rates(measured=measured, min_agreement=min_agreement)
+    floor = f"min_agreement {min_agreement:g}"
+    given = origin.given(min_agreement)
+    agreed = f"{measured.cases_agreed} of {measured.cases} cases agreed"
+    if measured.agreement < min_agreement:
+        verb = "is" if len(rates) == 1 else "are"
+        also = f"; so {verb} its {' and its '.join(rates)}" if rates else ""
+        return (
+            f"agreed with its calibration cases on {measured.agreement:.2f} of its samples, "
+            f"below {floor} ({agreed}; {given}){also}"
+        )
+    if rates:
+        return (
+            f"has a {' and a '.join(rates)}, below {floor} ({given}), though it agreed with "
+            f"its calibration cases on {measured.agreement:.2f} of its samples ({agreed}): "
+            f"{floor} holds for its known-good and its known-bad cases each"
         )
     return None
 

@@ -163,7 +163,8 @@ class HarnessSettings(_Section):
         ge=0.0,
         le=1.0,
         description="The share of calibration samples (0.0-1.0) a judge must have agreed with "
-        "for require_calibration to let it run.",
+        "for require_calibration to let it run; its true-fail rate (on known-bad cases) and "
+        "its true-pass rate (on known-good cases) must each reach it too.",
     )
     transcripts: bool = Field(
         default=True,

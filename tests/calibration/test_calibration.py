@@ -503,7 +503,57 @@ def test_min_agreement_sets_how_much_agreement_is_enough(
     assert entry["true_fail_rate"] == pytest.approx(1 / 2)
     assert proj.eb("run", "--require-calibration").exit_code == 2
     assert proj.eb("run", "--require-calibration", "--min-agreement", "0.7").exit_code == 2
-    assert proj.eb("run", "--require-calibration", "--min-agreement", "0.6").exit_code == 0
+    # Agreement 0.67 reaches 0.6, but the true-fail rate (0.5) must reach it too.
+    short = proj.eb("run", "--require-calibration", "--min-agreement", "0.6")
+    assert short.exit_code == 2 and "has a true-fail rate 0.50" in short.stderr
+    assert proj.eb("run", "--require-calibration", "--min-agreement", "0.5").exit_code == 0
+
+
+def _known(expect: str, number: int) -> dict[str, Any]:
+    good = expect == "pass"
+    return {**(GOOD if good else BAD), "name": f"{'good' if good else 'bad'} {number}"}
+
+
+@pytest.mark.parametrize(
+    ("script", "outnumbered", "refusal"),
+    [
+        (
+            "answers=pass",
+            "fail",
+            "has a true-fail rate 0.00 (the share of its samples on known-bad cases it failed: "
+            "it would let defects through), below min_agreement 0.75 (--min-agreement 0.75), "
+            "though it agreed with its calibration cases on 0.75 of its samples (3 of 4 cases "
+            "agreed): min_agreement 0.75 holds for its known-good and its known-bad cases each",
+        ),
+        (
+            "answers=fail",
+            "pass",
+            "has a true-pass rate 0.00 (the share of its samples on known-good cases it passed: "
+            "it would block good work), below min_agreement 0.75",
+        ),
+    ],
+)
+def test_min_agreement_holds_for_each_label_so_outnumbered_cases_count(
+    make_project: Callable[..., Project], script: str, outnumbered: str, refusal: str
+) -> None:
+    """A judge that passes everything, measured on three known-good cases and one known-bad,
+    agrees on 0.75 of its samples with a true-fail rate of 0: `--min-agreement 0.75` let it
+    gate, and it passed a bad input. Each label's rate is held to min_agreement too."""
+    other = "pass" if outnumbered == "fail" else "fail"
+    cases = [_known(other, number) for number in (1, 2, 3)] + [_known(outnumbered, 1)]
+    proj = make_project({"greets": judge("greets", script=script, cases=cases)})
+    assert proj.eb("calibrate").exit_code == 1
+    entry = proj.record["checks"]["greets"]
+    assert entry["agreement"] == 0.75
+    refused = proj.eb("run", "--require-calibration", "--min-agreement", "0.75")
+    assert refused.exit_code == 2, refused.stdout
+    assert f"Judge check 'greets' {refusal}" in refused.stderr
+    assert "or lower --min-agreement." in refused.stderr
+    assert not any((proj.root / "runs").glob("*/report.json"))  # the judge never ran
+    warned = proj.eb("validate", "--min-agreement", "0.75")
+    assert warned.exit_code == 0 and f"warning: Judge check 'greets' {refusal}" in warned.stderr
+    # Only a floor no label misses lets it gate.
+    assert proj.eb("validate", "--require-calibration", "--min-agreement", "0").exit_code == 0
 
 
 def test_repeats_compare_every_sample_with_its_label(
@@ -790,8 +840,11 @@ def test_the_gate_uses_the_figures_of_the_samples(make_project: Callable[..., Pr
         )
         == (0.5, 1.0, 0.0)
     )
-    # Below min_agreement 1 by its samples, at 0.5 it may gate.
-    assert proj.eb("run", "--require-calibration", "--min-agreement", "0.5").exit_code == 0
+    # Agreement 0.5 reaches a floor of 0.5, but its true-fail rate of 0 does not: it passes
+    # everything, and each label's rate must reach the floor too.
+    refused = proj.eb("run", "--require-calibration", "--min-agreement", "0.5")
+    assert refused.exit_code == 2 and "has a true-fail rate 0.00" in refused.stderr
+    assert proj.eb("run", "--require-calibration", "--min-agreement", "0").exit_code == 0
 
 
 def test_the_gate_names_where_min_agreement_was_set(
