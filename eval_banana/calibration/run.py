@@ -16,7 +16,13 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from eval_banana.calibration.cases import CaseFileError, case_workspace
-from eval_banana.calibration.figures import AGREEING_STATUS, cases_of, figures_of
+from eval_banana.calibration.figures import (
+    AGREEING_STATUS,
+    case_agreed,
+    cases_of,
+    figures_of,
+    own_samples,
+)
 from eval_banana.calibration.key import calibration_key
 from eval_banana.calibration.watch import SampleWatch
 from eval_banana.core import log
@@ -26,7 +32,7 @@ from eval_banana.core.ownmark import mark_folder
 from eval_banana.isolation.session import Looks
 from eval_banana.models.calibration import CaseOutcome, CaseSample, JudgeCalibration
 from eval_banana.models.config import Settings
-from eval_banana.models.repeats import sample_count
+from eval_banana.models.repeats import rule_of, sample_count
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, PlannedCheck, ResolvedHarness
 from eval_banana.runners import orphans, runner_for
@@ -233,7 +239,11 @@ def figures(
     samples_per_case: int,
     run_dir: Path,
 ) -> JudgeCalibration:
-    """One judge's figures from its samples (by case position)."""
+    """One judge's figures from its samples (by case position): of its verdicts, each decided
+    by its rule from as many samples as its file takes (its own repeats, else one), and of
+    its samples each taken alone."""
+    rule = rule_of(definition=check.definition)
+    size = own_samples(check)
     outcomes = []
     for position, case in enumerate(cases_of(check)):
         taken = sorted(samples.get(position, []), key=lambda one: one.sample)
@@ -242,12 +252,13 @@ def figures(
             CaseOutcome(
                 name=str(case.get("name")),
                 expect=expect,
-                agreed=bool(taken) and all(one.agreed for one in taken),
+                agreed=case_agreed(samples=taken, expect=expect, rule=rule, size=size),
                 samples=taken,
             )
         )
     # The same computation the gate makes again from the record (calibration/figures.py).
-    measured = figures_of(outcomes)
+    measured = figures_of(outcomes, rule=rule, size=size)
+    by_sample = figures_of(outcomes, rule=rule, size=1)
     return JudgeCalibration(
         check_id=check.id,
         source_path=check.source_path,
@@ -260,6 +271,11 @@ def figures(
         agreement=measured.agreement,
         true_pass_rate=measured.true_pass_rate,
         true_fail_rate=measured.true_fail_rate,
+        aggregate=rule,
+        samples_per_verdict=size,
+        sample_agreement=by_sample.agreement,
+        sample_true_pass_rate=by_sample.true_pass_rate,
+        sample_true_fail_rate=by_sample.true_fail_rate,
         outcomes=outcomes,
     )
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Literal
 
 from eval_banana.core.record import Field, Record
+from eval_banana.models.repeats import Rule
 
 CALIBRATION_SCHEMA = "https://eval-banana.dev/schemas/calibration.schema.json"
 SampleStatus = Literal["passed", "failed", "error"]
@@ -68,7 +69,10 @@ class CaseOutcome(Record):
 
     name: str
     expect: Literal["pass", "fail"]
-    agreed: bool = Field(description="Whether every sample matched the label.")
+    agreed: bool = Field(
+        description="Whether every verdict on the case matched the label: each verdict decided "
+        "by the judge's aggregate rule from samples_per_verdict of its samples, in order."
+    )
     samples: list[CaseSample]
 
 
@@ -84,21 +88,53 @@ class JudgeCalibration(Record):
     run_dir: str = Field(description="The calibration run folder holding the evidence.")
     samples_per_case: int = Field(ge=1)
     cases: int = Field(ge=1, description="How many cases the judge was run on.")
-    cases_agreed: int = Field(ge=0, description="Cases on which every sample matched the label.")
+    cases_agreed: int = Field(ge=0, description="Cases on which every verdict matched the label.")
     agreement: float = Field(
-        ge=0.0, le=1.0, description="Samples that matched their label / all samples."
+        ge=0.0, le=1.0, description="Verdicts that matched their label / all verdicts."
     )
     true_pass_rate: float | None = Field(
         ge=0.0,
         le=1.0,
-        description="Samples on known-good cases (expect: pass) the judge passed / all such "
-        "samples; null when there is no such case.",
+        description="Verdicts on known-good cases (expect: pass) that passed / all such "
+        "verdicts; null when there is no such case.",
     )
     true_fail_rate: float | None = Field(
         ge=0.0,
         le=1.0,
-        description="Samples on known-bad cases (expect: fail) the judge failed / all such "
-        "samples; null when there is no such case.",
+        description="Verdicts on known-bad cases (expect: fail) that failed / all such "
+        "verdicts; null when there is no such case.",
+    )
+    aggregate: Rule | None = Field(
+        default=None,
+        description="The judge's aggregate rule, which decides a verdict from its samples as "
+        "a run decides the check. Null in a record of an older eb, which the gate refuses.",
+    )
+    samples_per_verdict: int | None = Field(
+        default=None,
+        ge=1,
+        description="How many samples make one verdict: the judge's own repeats (a run takes "
+        "that many of it), else 1. Null in a record of an older eb, which the gate refuses.",
+    )
+    sample_agreement: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Samples that matched their label / all samples, each sample taken alone: "
+        "how steady the judge is. Null in a record of an older eb.",
+    )
+    sample_true_pass_rate: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Samples on known-good cases the judge passed / all such samples; null "
+        "when there is no such case (or in a record of an older eb).",
+    )
+    sample_true_fail_rate: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Samples on known-bad cases the judge failed / all such samples; null "
+        "when there is no such case (or in a record of an older eb).",
     )
     outcomes: list[CaseOutcome]
 

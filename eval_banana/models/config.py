@@ -162,7 +162,8 @@ class HarnessSettings(_Section):
         default=1.0,
         ge=0.0,
         le=1.0,
-        description="The share of calibration samples (0.0-1.0) a judge must have agreed with "
+        description="The share of its calibration verdicts (0.0-1.0; each decided from its "
+        "samples by its aggregate rule as the run decides it) a judge must have agreed with "
         "for require_calibration to let it run; its true-fail rate (on known-bad cases) and "
         "its true-pass rate (on known-good cases) must each reach it too.",
     )

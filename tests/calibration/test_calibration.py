@@ -573,6 +573,109 @@ def test_repeats_compare_every_sample_with_its_label(
     assert "true-fail rate n/a" in outcome.stdout
 
 
+# One sample at a time, in order (the good case's five, then the bad case's): the judge passes
+# the good case every time and the bad case once in five.
+ONCE_IN_FIVE = "answers=pass,pass,pass,pass,pass,pass,fail,fail,fail,fail"
+
+
+def test_a_judge_is_measured_by_the_verdict_its_aggregate_rule_decides(
+    make_project: Callable[..., Project],
+) -> None:
+    """A judge with `repeats: 5, aggregate: any` that passes its known-bad case in one sample
+    of five lets that defect through every time, under its own rule. Calibration scored each
+    sample alone (agreement 0.90, true-fail rate 0.80) and `--min-agreement 0.8` let it gate."""
+    text = judge("anyone", script=ONCE_IN_FIVE, cases=[GOOD, BAD])
+    proj = make_project({"anyone": text + "repeats: 5\naggregate: any\n"})
+    outcome = proj.eb("calibrate", "--max-parallel-checks", "1")
+    assert outcome.exit_code == 1, outcome.stdout + outcome.stderr
+    refusal = (
+        "Judge check 'anyone' agreed with its calibration cases on 0.50 of its verdicts (each "
+        "decided from 5 samples by its rule 'any', as a run decides it), below min_agreement "
+        "0.8 (1 of 2 cases agreed; --min-agreement 0.8); so is its true-fail rate 0.00"
+    )
+    refused = proj.eb("run", "--require-calibration", "--min-agreement", "0.8")
+    assert refused.exit_code == 2, refused.stdout
+    assert refusal in refused.stderr
+    assert not any((proj.root / "runs").glob("*/report.json"))  # the judge never ran
+
+    assert (
+        "DISAGREED anyone: 1/2 cases agreed (5 samples each, a verdict of 5 by its rule 'any')\n"
+        "  true-pass rate 1.00, true-fail rate 0.00, agreement 0.50\n"
+        "  each sample alone: true-pass rate 1.00, true-fail rate 0.80, agreement 0.90\n"
+        "  - case 'says goodbye' (expect fail) samples 1-5: the check passed by its rule 'any' "
+        "(1 of 5 samples passed)\n"
+        "  - case 'says goodbye' (expect fail) sample 1: the judge passed: scripted pass"
+    ) in outcome.stdout
+    entry = proj.record["checks"]["anyone"]
+    assert (entry["aggregate"], entry["samples_per_verdict"]) == ("any", 5)
+    assert (entry["cases_agreed"], entry["agreement"], entry["true_fail_rate"]) == (1, 0.5, 0.0)
+    assert [outcome["agreed"] for outcome in entry["outcomes"]] == [True, False]
+    assert (entry["sample_agreement"], entry["sample_true_fail_rate"]) == (0.9, 0.8)
+
+    # A record of an older eb scored each sample alone, and has no rule: refused.
+    document = proj.record
+    older = document["checks"]["anyone"]
+    for name in ("aggregate", "samples_per_verdict", "sample_agreement"):
+        del older[name]
+    del older["sample_true_pass_rate"], older["sample_true_fail_rate"]
+    older.update(agreement=0.9, true_fail_rate=0.8, cases_agreed=1)
+    proj.write(".eval-banana/calibration.json", json.dumps(document, indent=2))
+    stale = proj.eb("validate", "--require-calibration", "--min-agreement", "0.8")
+    assert stale.exit_code == 2
+    assert (
+        "Judge check 'anyone' has a calibration record of an older eb, which scored each "
+        "sample alone, not the verdict its aggregate rule decides from its samples"
+    ) in stale.stderr
+    assert "Run `eb calibrate --check-id anyone`" in stale.stderr
+
+    # A record that names a kinder rule than the check's is not the check's record.
+    assert proj.eb("calibrate", "--max-parallel-checks", "1").exit_code == 1
+    document = proj.record
+    document["checks"]["anyone"]["aggregate"] = "all"
+    proj.write(".eval-banana/calibration.json", json.dumps(document, indent=2))
+    forged = proj.eb("validate", "--require-calibration", "--min-agreement", "0")
+    assert forged.exit_code == 2
+    assert "its aggregate 'all' is not the check's rule 'any'" in forged.stderr
+
+
+def test_a_run_that_samples_a_judge_is_gated_on_the_verdicts_it_decides(
+    make_project: Callable[..., Project], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A judge whose file sets `aggregate: any` but no repeats is sampled by `[core] repeats`
+    in a run: calibrated one sample per verdict, it may gate a run that takes one sample of it,
+    and a run that decides it from five is gated on the verdicts of five."""
+    text = judge("anyone", script=ONCE_IN_FIVE, cases=[GOOD, BAD])
+    proj = make_project({"anyone": text + "aggregate: any\n"})
+    outcome = proj.eb("calibrate", "--repeats", "5", "--max-parallel-checks", "1")
+    assert outcome.exit_code == 1, outcome.stdout + outcome.stderr
+    assert "DISAGREED anyone: 1/2 cases agreed (5 samples each)\n" in outcome.stdout
+    entry = proj.record["checks"]["anyone"]
+    assert (entry["samples_per_verdict"], entry["agreement"], entry["true_fail_rate"]) == (
+        1,
+        0.9,
+        0.8,
+    )
+    # One sample per run: each sample is one of its verdicts.
+    gate = ("validate", "--require-calibration", "--min-agreement", "0.8")
+    assert proj.eb(*gate).exit_code == 0
+    monkeypatch.setenv("EVAL_BANANA_REPEATS", "5")
+    by_five = proj.eb(*gate)
+    assert by_five.exit_code == 2
+    assert (
+        "agreed with its calibration cases on 0.50 of its verdicts (each decided from 5 "
+        "samples by its rule 'any', as a run decides it)"
+    ) in by_five.stderr
+    monkeypatch.setenv("EVAL_BANANA_REPEATS", "3")
+    by_three = proj.eb(*gate)
+    assert by_three.exit_code == 2
+    assert (
+        "Judge check 'anyone' is decided in this run from 3 samples by its rule 'any' "
+        "(EVAL_BANANA_REPEATS=3), but its calibration took 5 samples per case, which make no "
+        "whole number of such verdicts"
+    ) in by_three.stderr
+    assert "Run `eb calibrate --check-id anyone --repeats 3`" in by_three.stderr
+
+
 def test_cases_run_concurrently_within_max_parallel_checks(
     make_project: Callable[..., Project],
 ) -> None:
@@ -830,7 +933,7 @@ def test_the_gate_uses_the_figures_of_the_samples(make_project: Callable[..., Pr
     entry = JudgeCalibration.model_validate(proj.record["checks"]["greets"])
     # What eb calibrate wrote agrees with itself, and the figures computed again are its own.
     assert figure_problems(entry) == []
-    measured = figures_of(entry.outcomes)
+    measured = figures_of(entry.outcomes, rule="all", size=1)
     assert (
         (measured.agreement, measured.true_pass_rate, measured.true_fail_rate)
         == (
