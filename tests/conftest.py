@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import sys
 import textwrap
@@ -41,6 +43,22 @@ class EbResult:
     exit_code: int
     stdout: str
     stderr: str
+
+
+def eb_in_process(*args: str) -> EbResult:
+    """`eb` in-process through the real CLI boundary, its streams captured as by the `eb`
+    fixture: for a fixture that outlives one test (a module's), which cannot take `capsys`."""
+    from eval_banana.cli import main
+
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", newline="")
+    err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", newline="")
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    texts = []
+    for stream in (out, err):
+        stream.flush()
+        texts.append(stream.buffer.getvalue().decode("utf-8"))  # type: ignore[attr-defined]
+    return EbResult(exit_code=code, stdout=texts[0], stderr=texts[1])
 
 
 @pytest.fixture

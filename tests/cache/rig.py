@@ -6,6 +6,7 @@ to a log before answering, so a test can tell exactly which judges were started.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -13,7 +14,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -265,3 +266,48 @@ def waiting_for_lock(*, lock: Path, process: subprocess.Popen[str]) -> None:
         if waiting or process.poll() is not None:
             return
         time.sleep(0.02)
+
+
+def isolate(*, folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Plain folders (not inside any repository) unless a test makes one; no cache setting leaks
+    # in from the shell running the tests.
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(folder))
+    for name in ("EVAL_BANANA_CACHE_MODE", "EVAL_BANANA_CACHE_DIR", "EVAL_BANANA_CACHE_MAX_MB"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@contextlib.contextmanager
+def isolated_for_module(folder: Path) -> Iterator[None]:
+    """What `_isolated` gives a test, for a module-scoped fixture built before any test's."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        isolate(folder=folder, monkeypatch=monkeypatch)
+        yield
+
+
+CHECK_SCRIPT = """\
+import json, sys
+from pathlib import Path
+ctx = json.loads(Path(sys.argv[1]).read_text())
+root = Path(ctx["project_root"])
+print("src says", (root / "src" / "value.txt").read_text().strip())
+(Path(ctx["output_dir"]) / "evidence.txt").write_text("seen\\n")
+"""
+
+
+def standard_project(*, tmp_path: Path, eb: Callable[..., Any]) -> Project:
+    """A judge reading docs/, a script check reading src/, and a check without inputs."""
+    return make_project(
+        tmp_path=tmp_path,
+        eb=eb,
+        checks={
+            "j": judge("j", inputs=["docs/**"]),
+            "d": script_check("d", script_path="../scripts/check.py", inputs=["src/**"]),
+            "w": script_check("w", script="print('whole project')\n"),
+        },
+        files={
+            "docs/guide.md": "# Guide\n",
+            "src/value.txt": "42\n",
+            "scripts/check.py": CHECK_SCRIPT,
+            "README.md": "# Project\n",
+        },
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,8 @@ import jsonschema
 import pytest
 
 from eval_banana.cache.entry import entry_problem
-from tests.cache.rig import DELETE, Project, mutated
+from tests.cache.rig import DELETE, isolated_for_module, mutated, standard_project
+from tests.conftest import eb_in_process
 
 SCHEMA = json.loads(
     (Path(__file__).resolve().parents[2] / "schemas" / "cache-entry.schema.json").read_text()
@@ -21,11 +23,21 @@ def schema_valid(document: Any) -> bool:
     return jsonschema.Draft202012Validator(SCHEMA).is_valid(document)
 
 
-@pytest.fixture
-def entry(standard: Project) -> dict[str, Any]:
-    standard.run()
+@pytest.fixture(scope="module")
+def stored_entry(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The entry one run of the standard project stores: made once, since every test only
+    reads it (each mutation changes a deep copy)."""
+    folder = tmp_path_factory.mktemp("entry")
+    with isolated_for_module(folder):
+        standard = standard_project(tmp_path=folder, eb=eb_in_process)
+        standard.run()
     document: dict[str, Any] = json.loads(standard.entries()[0].read_text())
     return document
+
+
+@pytest.fixture
+def entry(stored_entry: dict[str, Any]) -> dict[str, Any]:
+    return copy.deepcopy(stored_entry)
 
 
 MUTATIONS = [

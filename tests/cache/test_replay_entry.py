@@ -3,6 +3,7 @@ a replay fills are found where the run's own values stand, and only there."""
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +22,8 @@ from eval_banana.cache.slots import (
     slots_are_sound,
 )
 from eval_banana.core.files import sha256_bytes, sha256_parts, write_parts_atomic
-from tests.cache.rig import DELETE, judge, make_project, mutated
+from tests.cache.rig import DELETE, isolated_for_module, judge, make_project, mutated
+from tests.conftest import eb_in_process
 
 SCHEMA = json.loads(
     (Path(__file__).resolve().parents[2] / "schemas" / "run-replay.schema.json").read_text()
@@ -32,16 +34,25 @@ def schema_valid(document: Any) -> bool:
     return jsonschema.Draft202012Validator(SCHEMA).is_valid(document)
 
 
-@pytest.fixture
-def entry(tmp_path: Path, eb: Callable[..., Any]) -> dict[str, Any]:
-    project = make_project(
-        tmp_path=tmp_path, eb=eb, checks={"a": judge("a"), "b": judge("b")}, files={}
-    )
-    project.run()
-    project.run()
+@pytest.fixture(scope="module")
+def kept_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The run a second, fully cached run keeps: made once, since every test only reads it
+    (each mutation changes a deep copy)."""
+    folder = tmp_path_factory.mktemp("replay-entry")
+    with isolated_for_module(folder):
+        project = make_project(
+            tmp_path=folder, eb=eb_in_process, checks={"a": judge("a"), "b": judge("b")}, files={}
+        )
+        project.run()
+        project.run()
     (path,) = (project.cache_dir / "runs").rglob("*.json")
     document: dict[str, Any] = json.loads(path.read_text())
     return document
+
+
+@pytest.fixture
+def entry(kept_run: dict[str, Any]) -> dict[str, Any]:
+    return copy.deepcopy(kept_run)
 
 
 def test_a_kept_run_is_a_valid_replay(entry: dict[str, Any]) -> None:
