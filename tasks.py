@@ -34,7 +34,7 @@ def test(c: Context, k: str = "", quick: bool = False, browser: bool = False) ->
         # A -m given here replaces pyproject's, so the suites it leaves out are left out again.
         left_out = (
             "not slow and not browser and not bench and not exhaustive and not integrations"
-            " and not remote"
+            " and not remote and not concurrent"
         )
         args += ["-m", repr(left_out)]
     c.run(f"{PY} -m pytest {' '.join(args)}", pty=False)

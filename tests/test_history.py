@@ -417,6 +417,7 @@ def test_a_check_the_run_stopped_part_way_is_an_early_error(tmp_path: Path, eb: 
     assert _checks(record)["stuck"]["early_error"] is True
 
 
+@pytest.mark.concurrent
 def test_concurrent_runs_each_leave_an_intact_record(tmp_path: Path) -> None:
     root = _project(
         tmp_path / "p",

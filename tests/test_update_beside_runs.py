@@ -23,6 +23,10 @@ import pytest
 from tests.builders import newest_run_dir
 from tests.processes import eb_process
 
+# The concurrent suite (`pytest -m concurrent`, which .ci/run runs after the README's command):
+# two eb processes at once, each test waiting on the other's checks.
+pytestmark = pytest.mark.concurrent
+
 TAMPERED = "eb's own files changed"
 
 

@@ -15,7 +15,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.cache.rig import waiting_for_lock
+
+# The concurrent suite (`pytest -m concurrent`, which .ci/run runs after the README's command):
+# two eb processes at once, each test waiting on the other's checks.
+pytestmark = pytest.mark.concurrent
 
 _EB = [sys.executable, "-m", "eval_banana", "run", "--no-html", "--json"]
 

@@ -496,6 +496,7 @@ def test_the_mode_comes_from_the_environment_too(
     assert config["sources"]["cache.mode"] == "env"
 
 
+@pytest.mark.concurrent
 def test_two_runs_storing_the_same_entries_at_once_leave_valid_entries(standard: Project) -> None:
     argv = [sys.executable, "-m", "eval_banana", "run", "--cwd", str(standard.root)]
     processes = [

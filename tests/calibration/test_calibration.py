@@ -1255,6 +1255,7 @@ def test_a_case_copy_holds_the_files_git_ignores_as_a_run_s_judge_sees_them(
     assert "AGREED built: 2/2 cases agreed" in measured.stdout
 
 
+@pytest.mark.concurrent
 def test_calibrating_beside_a_running_judge_never_makes_it_an_error(
     make_project: Callable[..., Project], scripted_env: Path
 ) -> None:

@@ -899,6 +899,7 @@ def _waits_for(other: str, *, itself: str, marks: Path) -> str:
     )
 
 
+@pytest.mark.concurrent
 def test_two_runs_ending_together_each_remember_their_failure(
     tmp_path: Path, project: Callable[..., Path]
 ) -> None:

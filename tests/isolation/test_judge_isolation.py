@@ -251,6 +251,7 @@ def test_a_judge_is_not_charged_with_a_change_made_before_it_started(tmp_path: P
     assert code == 0
 
 
+@pytest.mark.concurrent
 @pytest.mark.parametrize("mode", ["detect", "copy"])
 def test_another_run_writing_eb_s_own_files_is_no_change_of_the_project(
     tmp_path: Path, mode: str
@@ -358,6 +359,7 @@ CALIBRATION_CASE = (
 )
 
 
+@pytest.mark.concurrent
 @pytest.mark.parametrize(
     ("judging", "report"),
     [
@@ -502,6 +504,7 @@ def test_a_report_in_a_nested_project_waits_for_the_judge_of_the_project_around_
     assert first.returncode == 0, first.stdout + first.stderr
 
 
+@pytest.mark.concurrent
 def test_a_judge_writing_the_report_another_run_writes_is_still_caught(tmp_path: Path) -> None:
     # The judge writes junit.xml itself while another run that writes junit.xml runs beside
     # it: that run's report is no cover for the judge's write, even once the file holds eb's.

@@ -17,6 +17,10 @@ import pytest
 from tests.gitrepo import init_repo
 from tests.isolation.rig import started_process, wait_until_started
 
+# The concurrent suite (`pytest -m concurrent`, which .ci/run runs after the README's command):
+# two eb processes at once, each test waiting on the other's checks.
+pytestmark = pytest.mark.concurrent
+
 # A judge that passes; told WAIT_FOR_GO, it first says it started and waits for GO.
 AGENT = """\
 import os, sys, time

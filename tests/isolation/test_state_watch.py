@@ -485,6 +485,7 @@ def test_without_inotify_the_state_is_compared_when_the_checks_are_done(
     assert record.exists()  # only what changed in the cache is removed
 
 
+@pytest.mark.concurrent
 def test_a_run_that_ends_while_another_runs_checks_with_the_cache_stores_nothing(
     tmp_path: Path,
 ) -> None:

@@ -198,6 +198,7 @@ def test_a_note_eb_did_not_sign_leaves_no_file_out_of_the_cache_key(tmp_path: Pa
     assert code == 1 and checks["no_bugs"]["status"] == "failed", checks["no_bugs"]
 
 
+@pytest.mark.concurrent
 def test_a_run_ending_beside_another_run_s_checks_notes_nothing(tmp_path: Path) -> None:
     # Run A writes its JUnit file into the project while run B's judge runs: noting it then
     # would change B's watched state under B's judge. A leaves the note out; B passes.

@@ -369,6 +369,7 @@ def test_an_old_run_folder_that_cannot_be_deleted_is_a_warning_and_is_tried_agai
     assert len(_runs(one_check / "out")) == 1
 
 
+@pytest.mark.concurrent
 def test_a_run_beside_another_runs_checks_keeps_the_old_folders_that_run_watches(
     project: Callable[..., Path], tmp_path: Path
 ) -> None:
