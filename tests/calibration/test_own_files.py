@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -116,10 +117,13 @@ def _files(root: Path, pattern: str) -> dict[str, bytes]:
     return {str(path.relative_to(root)): path.read_bytes() for path in sorted(root.glob(pattern))}
 
 
-def _calibrated(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def calibrated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A project with a cached failure, a kept run, earlier run folders and an honest
-    calibration record."""
-    root = _project(tmp_path)
+    calibration record: made once (three eb processes), and copied by each test that takes it
+    (`_calibrated`), which changes only its copy. A copy keeps its cached verdicts and its kept
+    run: no part of a key is the project's absolute path."""
+    root = _project(tmp_path_factory.mktemp("calibrated"))
     for _ in range(2):  # the second reuses every verdict: the cache keeps it as a run
         ran = _eb(root, "run", "--check-id", "victim", "--no-html")
         assert ran.returncode == 1, ran.stdout + ran.stderr
@@ -129,8 +133,18 @@ def _calibrated(tmp_path: Path) -> Path:
     return root
 
 
-def test_an_honest_calibration_watching_eb_s_files_records_agreement(tmp_path: Path) -> None:
-    root = _calibrated(tmp_path)
+def _calibrated(template: Path, tmp_path: Path) -> Path:
+    """A copy of the `calibrated` project (its git repository, cache and run folders), whose
+    judge is still the template's agent script, outside the project, which no test changes."""
+    root = tmp_path / "proj"
+    shutil.copytree(template, root, symlinks=True)
+    return root
+
+
+def test_an_honest_calibration_watching_eb_s_files_records_agreement(
+    calibrated: Path, tmp_path: Path
+) -> None:
+    root = _calibrated(calibrated, tmp_path)
     cached = _files(root, f"{CACHE}/*/*/*.json")
     again = _eb(root, "calibrate")
     assert again.returncode == 0, again.stdout + again.stderr
@@ -160,9 +174,9 @@ TARGETS = {
     + [("cached_verdict", "off"), ("calibration_record", "copy")],
 )
 def test_a_judge_sample_that_forges_eb_s_files_is_an_error_and_nothing_forged_is_kept(
-    tmp_path: Path, target: str, mode: str
+    calibrated: Path, tmp_path: Path, target: str, mode: str
 ) -> None:
-    root = _calibrated(tmp_path)
+    root = _calibrated(calibrated, tmp_path)
     honest_record = _record(root)
     tamper, pattern = TARGETS[target]
     forged = sorted(_files(root, pattern))
