@@ -8,8 +8,10 @@ the outcome fields every report copies.
 from __future__ import annotations
 
 import datetime
+import gc
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,7 @@ from eval_banana.assertions.operators import (
     op_matches,
     operand_text,
 )
+from eval_banana.cli import _tune_collector
 from eval_banana.models.assertions import EqualsAssertion, ExistsAssertion
 
 DAY = datetime.date(2026, 11, 30)
@@ -338,6 +341,22 @@ def test_equals_names_where_arrays_and_objects_first_differ(
     assert outcome.message.endswith(f": {told}"), outcome.message
 
 
+@pytest.fixture
+def collector_as_eb_runs() -> Iterator[None]:
+    """Python's cyclic collector tuned as eb tunes it when it runs as a program
+    (`cli._tune_collector`: what exists so far frozen, young collections every 50,000
+    objects), for a test that compares values hundreds of thousands of objects deep: at
+    Python's defaults the collector walks them again and again, half of that test's time."""
+    threshold = gc.get_threshold()
+    _tune_collector()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*threshold)
+
+
+@pytest.mark.usefixtures("collector_as_eb_runs")
 def test_equals_tells_a_deep_or_huge_difference_in_a_bounded_reason() -> None:
     # 200,000 levels of nesting: no recursion, and the path is cut in its middle.
     found: Any = "end"
