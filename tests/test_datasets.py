@@ -2062,6 +2062,14 @@ BAD_INPUTS = {
         "Dataset data/rows.yaml line 3: a whole number longer than 4,300 digits, which eb does "
         "not read",
     ),
+    # The same in YAML 1.1's other forms, which read at any length: JSON could not write the
+    # number, and the row was refused naming neither it nor its field.
+    "a yaml hexadecimal number longer than python writes": (
+        {"data/rows.yaml": "- name: a\n  ok: 'yes'\n  n: 0x" + "f" * 4000 + "\n"},
+        "cases_from: data/rows.yaml",
+        "Dataset data/rows.yaml line 3: a whole number longer than 4,300 digits, which eb does "
+        "not read",
+    ),
     "a json number longer than python reads": (
         {"data/rows.json": '[{"name": "a", "ok": "yes",\n  "n": ' + "9" * 5000 + "}]"},
         "cases_from: data/rows.json",

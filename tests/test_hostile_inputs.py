@@ -66,6 +66,70 @@ def test_a_number_longer_than_python_reads_is_told_at_its_line_in_a_check_file(
     )
 
 
+@pytest.mark.parametrize(
+    "written",
+    ["0x" + "f" * 4000, "0" + "7" * 4800, "0b" + "1" * 14400, "1" + ":59" * 2500],
+    ids=["hexadecimal", "octal", "binary", "base 60"],
+)
+def test_a_number_in_another_form_longer_than_python_writes_is_told_at_its_line(
+    project: Callable[..., Path], eb: Callable[..., EbResult], written: str
+) -> None:
+    """YAML 1.1 reads these forms at any length; the value then crashed `eb validate` and
+    `eb run` with a traceback (exit 1) where it was written as text, not refused as the
+    decimal form is."""
+    assertion = f"  - {{path: digest, op: equals, value: {written}}}\n"
+    check = (
+        "schema_version: 1\nid: a\ntype: assertions\ndescription: d\n"
+        f"artifact: out/a.json\nassert:\n{assertion}"
+    )
+    root = project({"eval_checks/a.yaml": check, "out/a.json": '{"digest": 1}'})
+    for command in ("validate", "run"):
+        result = eb(command, "--cwd", str(root), "--json")
+        assert result.exit_code == 2, (command, result.stderr[-500:])
+        _no_traceback(result)
+    (error,) = json.loads(eb("validate", "--cwd", str(root), "--json").stdout)["errors"]
+    assert error["message"].endswith(
+        "a.yaml: line 7: a whole number longer than 4,300 digits, which eb does not read"
+    ), error
+    assert error["line"] == 7
+
+
+def test_text_tagged_int_is_told_as_no_whole_number_not_as_too_long(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """int() refusing `!!int abc` was taken for a number too long to read; `!!int ""` was a
+    traceback."""
+    for written, shown in (("!!int abc", "'abc'"), ('!!int ""', "''")):
+        check = (
+            "schema_version: 1\nid: a\ntype: assertions\ndescription: d\nartifact: out/a.json\n"
+            f"assert:\n  - {{path: digest, op: equals, value: {written}}}\n"
+        )
+        root = project({"eval_checks/a.yaml": check, "out/a.json": '{"digest": 1}'})
+        result = eb("validate", "--cwd", str(root))
+        assert result.exit_code == 2, result.stderr[-500:]
+        _no_traceback(result)
+        assert f"{shown} is not a whole number, which its tag !!int asks for" in result.stderr
+        assert "4,300" not in result.stderr
+
+
+def test_a_hexadecimal_config_number_longer_than_python_writes_is_a_config_error(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """TOML reads 0x, 0o and 0b numbers at any length: `eb run` then ended in a traceback."""
+    root = project(
+        {"eval_checks/a.yaml": check_yaml("a")}, config="[core]\nmaxfail = 0x" + "f" * 4000 + "\n"
+    )
+    config = root / ".eval-banana" / "config.toml"
+    for command in ("validate", "run"):
+        result = eb(command, "--cwd", str(root))
+        assert result.exit_code == 2, (command, result.stderr[-500:])
+        assert result.stderr.startswith(
+            f"Invalid TOML in {config}: core.maxfail holds a whole number longer than 4,300 "
+            "digits, which eb does not read"
+        ), result.stderr
+        _no_traceback(result)
+
+
 def test_a_check_file_whose_name_holds_a_line_break_is_refused_and_shown_escaped(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:

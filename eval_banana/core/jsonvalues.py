@@ -3,6 +3,7 @@ programs in any language read, so they must be JSON, not merely what Python's js
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import sys
@@ -192,6 +193,23 @@ def longest_whole_number() -> int:
     """How many digits Python turns into a whole number (int() refuses longer text, a guard
     against quadratic time); 0 when this interpreter sets no limit."""
     return sys.get_int_max_str_digits()
+
+
+def longer_than_written(value: int) -> bool:
+    """Whether the whole number `value` has more decimal digits than Python writes (str() and
+    json refuse it, as int() refuses such text). A YAML 1.1 hexadecimal, octal, binary or
+    base-60 number reads at any length: only writing it, later, would fail."""
+    limit = longest_whole_number()
+    if not limit:
+        return False
+    magnitude = abs(value)
+    # 10**limit takes more than 3 * limit bits: a number of fewer bits needs no power.
+    return magnitude.bit_length() > 3 * limit and magnitude >= _power_of_ten(limit)
+
+
+@functools.cache
+def _power_of_ten(exponent: int) -> int:
+    return int(10**exponent)
 
 
 def too_long_number_line(text: str) -> int | None:

@@ -14,7 +14,14 @@ from typing import Any, cast
 
 import yaml
 
-from eval_banana.core.jsonvalues import HugeNumber, TinyNumber, too_long_number, underflows
+from eval_banana.core.jsonvalues import (
+    HugeNumber,
+    TinyNumber,
+    longer_than_written,
+    longest_whole_number,
+    too_long_number,
+    underflows,
+)
 
 # PyYAML's safe loader, on libyaml's C parser where PyYAML was built with it (many times faster).
 FastSafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -74,15 +81,41 @@ def _refuse_duplicate_keys(*, loader: yaml.SafeLoader, node: yaml.MappingNode, d
 
 
 class NumberTooLong(yaml.constructor.ConstructorError):
-    """A whole number longer than Python reads (int() refuses it, a plain ValueError)."""
+    """A whole number longer than Python reads or writes: more decimal digits than int() takes
+    (a plain ValueError) or str() gives (a hexadecimal, octal, binary or base-60 number, which
+    reads at any length and fails only where it is written: a traceback, or a value JSON cannot
+    say)."""
 
 
 def construct_whole_number(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
-    """A YAML integer, or NumberTooLong at its place instead of a traceback."""
+    """A YAML integer, or NumberTooLong at its place instead of a traceback, in whichever of
+    YAML 1.1's forms it is written; a ConstructorError for text tagged `!!int` that is none."""
+    text = str(node.value)
+    # Base 60 is read one place at a time, in time quadratic in the places; each place
+    # multiplies the number by 60, so this many is beyond the limit however it ends.
+    if text.count(":") > longest_whole_number() > 0:
+        raise _too_long(node=node)
     try:
-        return int(loader.construct_yaml_int(node))
-    except ValueError:
-        raise NumberTooLong(None, None, too_long_number(line=None), node.start_mark) from None
+        value = int(loader.construct_yaml_int(node))
+    except (ValueError, IndexError):
+        # int() refuses a decimal number longer than it reads, or text that is no number
+        # (`!!int abc`, whose tag asks for one; PyYAML indexes an empty one, `!!int ""`).
+        digits = text.replace("_", "").lstrip("+-")
+        if digits.isascii() and digits.isdigit() and len(digits) > longest_whole_number():
+            raise _too_long(node=node) from None
+        raise yaml.constructor.ConstructorError(
+            None,
+            None,
+            f"{text!r} is not a whole number, which its tag !!int asks for",
+            node.start_mark,
+        ) from None
+    if longer_than_written(value):
+        raise _too_long(node=node)
+    return value
+
+
+def _too_long(*, node: yaml.ScalarNode) -> NumberTooLong:
+    return NumberTooLong(None, None, too_long_number(line=None), node.start_mark)
 
 
 # Plain words YAML 1.1 reads as keys of its own, which YAML 1.2 reads as text: `=` (its

@@ -14,6 +14,7 @@ from eval_banana.core.jsonvalues import (
     TOO_SMALL,
     TinyNumber,
     json_float,
+    longer_than_written,
     too_long_number,
     too_long_number_line,
 )
@@ -148,7 +149,33 @@ def load_toml(*, path: Path, data: bytes) -> dict[str, Any]:
         ) from None
     if tiny:
         raise _too_small(table=table, path=path, text=text, number=tiny[0])
+    if "0x" in text or "0o" in text or "0b" in text:
+        _refuse_unwritable_whole_number(table=table, path=path, text=text)
     return table
+
+
+def _refuse_unwritable_whole_number(*, table: dict[str, Any], path: Path, text: str) -> None:
+    """A hexadecimal, octal or binary whole number with more decimal digits than Python
+    writes reads at any length, and failed with a traceback where a run wrote it: it is
+    told at its setting, as a long decimal one is."""
+    from eval_banana.settings.tomllines import setting_line
+
+    where = _first_path(value=table, found=_unwritable_whole_number)
+    if where is None:
+        return
+    dotted = ".".join(where)
+    line = setting_line(text=text, field_path=dotted)
+    raise ConfigError(
+        f"Invalid TOML in {path}: {dotted} holds {too_long_number(line=None)}",
+        file=str(path),
+        field_path=dotted,
+        hint="no setting takes such a number; write a smaller one",
+        line=line,
+    )
+
+
+def _unwritable_whole_number(value: object) -> bool:
+    return type(value) is int and longer_than_written(value)
 
 
 def _float_reader(*, tiny: list[str]) -> Callable[[str], float | TinyNumber]:
@@ -169,7 +196,7 @@ def _too_small(*, table: dict[str, Any], path: Path, text: str, number: str) -> 
     taken as 0, a threshold or a limit would be one nobody wrote (0 is "no limit" for some)."""
     from eval_banana.settings.tomllines import setting_line
 
-    where = _first_tiny(value=table)
+    where = _first_path(value=table, found=lambda item: type(item) is TinyNumber)
     dotted = ".".join(where) if where else None
     return ConfigError(
         f"Invalid TOML in {path}: {dotted or 'a value'} holds the number {number}, {TOO_SMALL}",
@@ -180,19 +207,20 @@ def _too_small(*, table: dict[str, Any], path: Path, text: str, number: str) -> 
     )
 
 
-def _first_tiny(*, value: object) -> tuple[str, ...] | None:
-    """The keys (and list indexes) that lead to the first TinyNumber in loaded TOML `value`."""
+def _first_path(*, value: object, found: Callable[[object], bool]) -> tuple[str, ...] | None:
+    """The keys (and list indexes) that lead to the first item of loaded TOML `value` that
+    is `found`."""
     items: list[tuple[str, object]] = []
     if isinstance(value, dict):
         items = [(str(key), item) for key, item in value.items()]
     elif isinstance(value, list):
         items = [(str(index), item) for index, item in enumerate(value)]
     for key, item in items:
-        if type(item) is TinyNumber:
+        if found(item):
             return (key,)
-        found = _first_tiny(value=item)
-        if found is not None:
-            return (key, *found)
+        inner = _first_path(value=item, found=found)
+        if inner is not None:
+            return (key, *inner)
     return None
 
 

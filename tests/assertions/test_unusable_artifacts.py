@@ -113,6 +113,45 @@ def test_a_whole_number_longer_than_python_reads_is_told_at_its_place_in_json_as
     assert yaml_message.endswith(f"line 2, column 11: {said}")
 
 
+def test_a_whole_number_in_another_yaml_form_longer_than_python_writes_is_told_so(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """YAML 1.1 reads a hexadecimal, octal, binary or base-60 number at any length; one of more
+    than 4,300 decimal digits made the check an `error` whose reason was Python's ValueError,
+    with a traceback on the console, where the decimal form fails every assertion."""
+    forms = {
+        "hex": "0x" + "f" * 4000,
+        "octal": "0" + "7" * 4800,
+        "binary": "0b" + "1" * 14400,
+        "base60": "1" + ":59" * 2500,
+        "decimal": "9" * 4400,
+    }
+    files = {}
+    for name, written in forms.items():
+        files[f"out/{name}.yaml"] = f"id: 1\ndigest: {written}\n"
+        files[f"eval_checks/{name}.yaml"] = _check(
+            name, artifact=f"out/{name}.yaml", assertions="  - {path: id, op: exists}\n"
+        )
+    # Just within the limit, in each form: read as the number it is.
+    files["out/fits.yaml"] = f"a: 0x{'f' * 3500}\nb: 0b{'1' * 14000}\nc: {'9' * 4300}\n"
+    files["eval_checks/fits.yaml"] = _check(
+        "fits", artifact="out/fits.yaml", assertions="  - {path: c, op: exists}\n"
+    )
+    root = project(files)
+
+    result = eb("run", "--cwd", str(root), "--no-html", "--json")
+
+    assert result.exit_code == 1
+    assert "Traceback" not in result.stderr
+    checks = _results(result)
+    assert checks["fits"]["status"] == "passed"
+    said = "line 2, column 9: a whole number longer than 4,300 digits, which eb does not read"
+    for name in forms:
+        assert checks[name]["status"] == "failed", (name, checks[name].get("error_detail"))
+        (message,) = [entry["message"] for entry in checks[name]["details"]["assertions"]]
+        assert message == f"id exists: artifact out/{name}.yaml is not valid YAML: {said}"
+
+
 def test_utf16_and_utf32_artifacts_without_a_byte_order_mark_are_named_so(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:
