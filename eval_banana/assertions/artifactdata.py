@@ -95,14 +95,33 @@ ArtifactYamlLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_
 ArtifactYamlLoader.add_constructor("tag:yaml.org,2002:float", _float_as_written)
 
 
+# Said after the artifact's name of YAML text that holds no data: as an empty file is, it is
+# unusable (a control on it graded nothing), not a document whose top level is null.
+NO_YAML_DATA = "is empty: it holds no YAML data, only comments or a document marker (---)"
+
+
 def load_yaml(text: str) -> tuple[Any, bool]:
     """The YAML document `text` as an artifact, and whether it holds a number that does not
-    read as written."""
+    read as written; ArtifactUnusable for a stream with no document (only comments) or whose
+    document is empty (a `---` alone), which PyYAML reads as null."""
     loader = ArtifactYamlLoader(text)
     try:
-        return loader.get_single_data(), loader.misread
+        node = loader.get_single_node()
+        if node is None or _empty_document(node):
+            raise ArtifactUnusable(NO_YAML_DATA)
+        return loader.construct_document(node), loader.misread
     finally:
         loader.dispose()
+
+
+def _empty_document(node: yaml.Node) -> bool:
+    """Whether `node`, a document's top, is no value written: null read from nothing, where a
+    `~` or a `null` is a null written."""
+    return (
+        isinstance(node, yaml.ScalarNode)
+        and node.tag == "tag:yaml.org,2002:null"
+        and node.value == ""
+    )
 
 
 def _misread(value: object) -> bool:
