@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.gitrepo import init_repo
 
@@ -359,6 +361,97 @@ def test_the_depth_scan_counts_only_nesting_outside_strings(text: str, deep: boo
             loads_json(text.encode(), limit=MAX_DEPTH)
     else:
         assert loads_json(text.encode(), limit=MAX_DEPTH) == json.loads(text)
+
+
+def _nesting(value: Any) -> int:
+    """How deep a parsed JSON value nests lists and objects (the top one is level 1)."""
+    if isinstance(value, dict):
+        return 1 + max(map(_nesting, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_nesting, value), default=0)
+    return 0
+
+
+def _deepest_closed(brackets: bytes) -> int:
+    """The simple reference on text of brackets alone: the most openers not yet closed at any
+    point before the last closer, one byte at a time."""
+    depth = deepest = 0
+    for byte in brackets.rstrip(b"[{"):
+        depth += 1 if byte in b"[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
+# Text that is no nesting: brackets, quotes and backslashes inside strings, and escapes.
+_TRICKY_TEXT = st.text(alphabet=st.sampled_from(list('[]{}"\\ax\u00e9\n')), max_size=8)
+_JSON_VALUES = st.recursive(
+    st.none() | st.integers(-5, 5) | _TRICKY_TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TRICKY_TEXT, inner, max_size=3),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(value=_JSON_VALUES, ascii_only=st.booleans())
+def test_the_depth_scan_answers_as_the_parsed_document_nests(value: Any, ascii_only: bool) -> None:
+    """The one-pass scan gives the answer the nesting of the parsed document gives, at every
+    bound, whatever strings hold (brackets, escaped quotes, backslashes before a quote)."""
+    from eval_banana.core.readback import json_depth_exceeds
+
+    text = json.dumps(value, ensure_ascii=ascii_only).encode()
+    depth = _nesting(value)
+    for limit in range(max(depth - 1, 0), depth + 2):
+        assert json_depth_exceeds(text, limit=limit) == (depth > limit), (text, limit)
+
+
+@settings(max_examples=500, deadline=None)
+@given(brackets=st.binary(max_size=40).map(lambda raw: bytes(b"[]{}"[n % 4] for n in raw)))
+def test_the_depth_scan_of_brackets_alone_matches_the_simple_reference(brackets: bytes) -> None:
+    """On text that is not JSON too (unbalanced, mismatched), the scan gives the one-byte-at-a-
+    time reference's answer: openers after the last closer are the parser's to refuse."""
+    from eval_banana.core.readback import json_depth_exceeds
+
+    for limit in (1, 2, 3, 5):
+        assert json_depth_exceeds(brackets, limit=limit) == (_deepest_closed(brackets) > limit)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '["\\\\", [[["]"]]]]',  # an escaped backslash ends the string before the quote
+        '["\\"[[[", [[[1]]]]',  # an escaped quote does not end it
+        '{"[[[[": {"{{{{": [["\\u005b", "]]]]"]]}}',  # \u005b is a [ in a string
+        "[" * 3 + '"' + "]" * 50 + '"' + "]" * 3,
+        '[[[["\\\\\\"]]]"]]]]',
+    ],
+)
+def test_the_depth_scan_steps_over_strings_as_the_parser_does(text: str) -> None:
+    from eval_banana.core.readback import json_depth_exceeds
+
+    depth = _nesting(json.loads(text))
+    for limit in range(depth + 2):
+        assert json_depth_exceeds(text.encode(), limit=limit) == (depth > limit), limit
+
+
+def test_an_artifact_of_many_nests_within_the_bound_is_read_in_linear_time(
+    tmp_path: Path,
+) -> None:
+    """1.5 MB of 198-deep nests (200 levels with the list and object around them) held an
+    assertions check ~25 s: the depth scan made up to 200 passes, each searching every run of
+    brackets for 201 openers afresh."""
+    root = _project(tmp_path / "proj")
+    chain = "[" * 198 + "]" * 198
+    (root / "out").mkdir()
+    (root / "out" / "tree.json").write_text('{"steps": [' + ",".join([chain] * 3800) + "]}")
+    (root / "eval_checks" / "tree.yaml").write_text(
+        "schema_version: 1\nid: tree\ntype: assertions\ndescription: d\n"
+        "artifact: out/tree.json\nassert:\n  - {path: steps, op: lengthAtLeast, value: 3800}\n"
+    )
+    started = time.perf_counter()
+    done = _eb("run", "--check-id", "tree", "--json", cwd=root)
+    elapsed = time.perf_counter() - started
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert elapsed < 8.0, elapsed
 
 
 def test_a_long_run_of_openers_without_its_closers_is_left_to_the_parser() -> None:
