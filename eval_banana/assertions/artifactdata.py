@@ -36,6 +36,16 @@ from eval_banana.core.yamlerrors import describe_syntax_error
 from eval_banana.core.yamlsafe import StrictLoader, may_be_unbounded, yaml_float
 
 _YAML_SUFFIXES = (".yaml", ".yml")
+# The most of a YAML artifact eb parses. PyYAML builds a node and then a value for each
+# scalar, list and mapping: a YAML artifact costs about 100 bytes of memory per byte of text,
+# up to 250 (`- - - 0` lines), where JSON costs at most about 30. At this size its worst case
+# (about 2 GiB) is the worst of a JSON artifact at the 64 MiB eb reads of one.
+MAX_YAML_ARTIFACT_BYTES = 8 * 1024 * 1024
+YAML_TOO_LARGE = (
+    f"is larger than {MAX_YAML_ARTIFACT_BYTES:,} bytes (8 MiB), the most eb reads as YAML, "
+    "which takes about 100 times its size in memory to read: have the program write the "
+    "artifact as JSON, which eb reads up to 64 MiB"
+)
 # Said after the artifact's name.
 TOO_DEEP = f"is nested deeper than {MAX_DEPTH} levels, the most eb reads in a JSON or YAML file"
 
@@ -246,6 +256,8 @@ def _parse(*, data: bytes, text: str, suffix: str) -> tuple[Any, str]:
             return document, "json"
     if suffix not in _YAML_SUFFIXES:
         raise ArtifactUnusable(json_problem)
+    if len(data) > MAX_YAML_ARTIFACT_BYTES:
+        raise ArtifactUnusable(YAML_TOO_LARGE)
     try:
         document, misread = load_yaml(text)
     except RecursionError:  # the pure-Python loader builds nested values recursively

@@ -36,6 +36,8 @@ from eval_banana.core.realpaths import path_trouble
 from eval_banana.core.textfiles import unicode_said
 
 # Artifacts are parsed whole; beyond this size the check fails instead of exhausting memory.
+# A YAML one costs several times more memory per byte than JSON: it is held to a smaller cap,
+# artifactdata.MAX_YAML_ARTIFACT_BYTES.
 MAX_ARTIFACT_BYTES = 64 * 1024 * 1024
 # The failing elements of a `[*]` a reason tells; the others are counted, not described (a
 # million-element array would otherwise cost a million messages nobody reads).

@@ -152,6 +152,46 @@ def test_a_whole_number_in_another_yaml_form_longer_than_python_writes_is_told_s
         assert message == f"id exists: artifact out/{name}.yaml is not valid YAML: {said}"
 
 
+def test_a_yaml_artifact_beyond_8_mib_is_unusable_and_told_to_be_written_as_json(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """YAML costs about 100 bytes of memory per byte (a 9 MB artifact took 0.94 GB), so the one
+    64 MiB cap let a YAML artifact exhaust memory. Beyond 8 MiB it is unusable, with the fix:
+    write it as JSON, which the same bytes as JSON (even named .yaml) still are read as."""
+    note = "a" * (8 * 1024 * 1024)
+    check = "  - {path: title, op: equals, value: x}\n"
+    control = _check("big_control", artifact="out/big.yaml", assertions=check).replace(
+        "description: d\n", "description: d\nexpect: fail\n"
+    )
+    root = project(
+        {
+            "eval_checks/big.yaml": _check("big", artifact="out/big.yaml", assertions=check),
+            "eval_checks/big_control.yaml": control,
+            "eval_checks/as_json.yaml": _check(
+                "as_json", artifact="out/as_json.yaml", assertions=check
+            ),
+        }
+    )
+    (root / "out").mkdir()
+    (root / "out" / "big.yaml").write_text(f"title: x\nnote: {note}\n")
+    (root / "out" / "as_json.yaml").write_text(json.dumps({"title": "x", "note": note}))
+
+    result = eb("run", "--cwd", str(root), "--no-html", "--json")
+
+    assert result.exit_code == 1
+    checks = _results(result)
+    assert checks["as_json"]["status"] == "passed"
+    said = (
+        "artifact out/big.yaml is larger than 8,388,608 bytes (8 MiB), the most eb reads as "
+        "YAML, which takes about 100 times its size in memory to read: have the program write "
+        "the artifact as JSON, which eb reads up to 64 MiB"
+    )
+    (message,) = [entry["message"] for entry in checks["big"]["details"]["assertions"]]
+    assert (checks["big"]["status"], message) == ("failed", f'title equals "x": {said}')
+    assert checks["big_control"]["status"] == "error"
+    assert said in checks["big_control"]["error_detail"]
+
+
 def test_utf16_and_utf32_artifacts_without_a_byte_order_mark_are_named_so(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:
