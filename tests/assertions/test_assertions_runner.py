@@ -185,6 +185,69 @@ def test_yaml_artifact(tmp_path: Path) -> None:
     assert result.status == "passed", result.reason
 
 
+def test_a_yaml_artifact_that_declares_yaml_1_2_is_read_by_its_rules(
+    project: Callable[..., Path],
+) -> None:
+    """`%YAML 1.2` was read by YAML 1.1's rules without a word: `country: NO` was false and
+    `mode: 0755` the octal 493, so assertions written for the declared meaning failed and ones
+    for the misreading passed. The directive is followed; without it, YAML 1.1 still reads."""
+    body = (
+        "country: NO\nmode: 0755\nflags: [on, yes, 1:30, 1_000, 2024-05-01, 0o17, 0x1F, 1e3]\n"
+        "none: [~, null, NULL]\nblank:\nok: True\nbase: &b {x: 1}\nmerged: {<<: *b, y: 2}\n"
+    )
+    declared = [
+        '{path: country, op: equals, value: "NO"}',
+        "{path: mode, op: equals, value: 755}",
+        '{path: flags, op: equals, value: ["on", "yes", "1:30", "1_000", "2024-05-01", 15, 31,'
+        " 1000.0]}",
+        "{path: none, op: equals, value: [null, null, null]}",
+        "{path: blank, op: equals, value: null}",
+        "{path: ok, op: equals, value: true}",
+        "{path: merged, op: equals, value: {x: 1, y: 2}}",
+    ]
+
+    def check(check_id: str, artifact: str, assertions: list[str]) -> str:
+        listed = "".join(f"  - {assertion}\n" for assertion in assertions)
+        return (
+            f"schema_version: 1\nid: {check_id}\ntype: assertions\ndescription: d\n"
+            f"artifact: {artifact}\nassert:\n{listed}"
+        )
+
+    root = project(
+        {
+            "out/v12.yaml": "# written by the exporter\n%YAML 1.2\n---\n" + body,
+            "out/v11.yaml": body,
+            "eval_checks/as_declared.yaml": check("as_declared", "out/v12.yaml", declared),
+            "eval_checks/misread.yaml": check(
+                "misread",
+                "out/v12.yaml",
+                [
+                    "{path: country, op: equals, value: false}",
+                    "{path: mode, op: equals, value: 493}",
+                ],
+            ),
+            "eval_checks/undeclared.yaml": check(
+                "undeclared",
+                "out/v11.yaml",
+                [
+                    "{path: country, op: equals, value: false}",
+                    "{path: mode, op: equals, value: 493}",
+                ],
+            ),
+        },
+        config='[core]\noutput_dir = "runs"\n',
+    )
+    ran = eb_process(root, "run", "--cache", "off")
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    lines = {line.split(":")[0]: line for line in ran.stdout.splitlines() if line.startswith("- ")}
+    assert lines["- as_declared"] == "- as_declared: passed - all 7 assertions hold"
+    assert lines["- undeclared"] == "- undeclared: passed - all 2 assertions hold"
+    assert lines["- misread"] == (
+        "- misread: failed - 2 of 2 assertions failed: country equals false: found the string "
+        '"NO"; mode equals 493: found the number 755'
+    )
+
+
 def test_artifact_is_read_relative_to_the_project_root(tmp_path: Path, monkeypatch: Any) -> None:
     root = tmp_path / "project"
     write_plan(root, GOOD_PLAN)
