@@ -15,7 +15,10 @@ from __future__ import annotations
 # 2: a script's exit code the system folds to 0 fails; a reason is what the script said last.
 DETERMINISTIC_RULES = "deterministic-2"
 # 2: a control with an assertion not evaluated is an error, never a caught defect.
-ASSERTIONS_RULES = "assertions-2"
+# 3: a `%YAML 1.2` artifact is read by YAML 1.2's rules (`NO` is text); a YAML artifact with no
+# document (only comments) is empty, so a control on it is an error; a YAML artifact over 8 MiB
+# and a whole number of more than 4,300 digits in any base are unusable.
+ASSERTIONS_RULES = "assertions-3"
 # 2: a malformed last verdict (`{"score": false}`, a key twice) ends the search, so an earlier
 # draft no longer passes in its place.
 JUDGE_RULES = "judge-2"
