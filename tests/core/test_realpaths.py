@@ -39,6 +39,9 @@ def test_eb_resolves_paths_only_through_real_path() -> None:
         f"{source.relative_to(package)}:{number}: {line.strip()}"
         for source in sorted(package.rglob("*.py"))
         for number, line in enumerate(source.read_text(encoding="utf-8").splitlines(), 1)
-        if ".resolve(" in line and "Path(__file__).resolve()" not in line
+        if ".resolve(" in line
+        and "Path(__file__).resolve()" not in line
+        # A YAML loader's own tag resolver (`Resolver.resolve`), not a path.
+        and "self.resolve(yaml." not in line
     ]
     assert found == [], "use core.realpaths.real_path:\n" + "\n".join(found)
