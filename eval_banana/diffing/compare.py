@@ -78,6 +78,15 @@ def _could_not_judge(check: CheckOutcome) -> bool:
     return check.error_class == "infrastructure" and check.settled is None and not check.unfinished
 
 
+def _base_failed_it(*, check: CheckOutcome, base: RunSummary) -> bool:
+    """Whether the base run failed for a check: it did not pass there, or it was flaky there and
+    base ran with fail_on_flaky. A check base stopped before its verdict was never judged, so
+    base did not fail for it (not passing now is a new failure)."""
+    if check.flaky and base.run.fail_on_flaky:
+        return True
+    return check.judged != "passed" and not _cut_short(check)
+
+
 def compare(*, base: RunSummary, head: RunSummary) -> RunDiff:
     """Every check of both runs in its categories (head's order, then base-only checks)."""
     regressions: list[DiffEntry] = []
@@ -107,13 +116,14 @@ def compare(*, base: RunSummary, head: RunSummary) -> RunDiff:
                 new_checks.append(entry)
         if now.flaky and not (before is not None and before.flaky):
             became_flaky.append(entry)
-            if head.run.fail_on_flaky:
-                # The head run failed for it (--fail-on-flaky), whatever its rule decided:
-                # samples that disagree now are what got worse.
-                regressions.append(entry)
-                if before is not None and entry.definition_changed:
-                    changed.append(entry)
-                continue
+        if now.flaky and head.run.fail_on_flaky:
+            # The head run failed for it (--fail-on-flaky), whatever its rule decided: never a
+            # fix or could not judge, and a regression unless base failed for it too.
+            if before is not None and entry.definition_changed:
+                changed.append(entry)
+            failed_before = before is not None and _base_failed_it(check=before, base=base)
+            (still_failing if failed_before else regressions).append(entry)
+            continue
         if _could_not_judge(now):
             could_not_judge.append(entry)
             if before is not None and entry.definition_changed:

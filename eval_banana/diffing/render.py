@@ -122,14 +122,18 @@ def _why_aborted(run: DiffRun) -> str:
 
 
 def flaky_warnings(diff: RunDiff) -> list[str]:
-    """Why a check that became flaky is a regression, when it is: the head run's verdict
-    counted flakiness (fail_on_flaky), so it failed for samples that disagree now."""
-    if not (diff.head.fail_on_flaky and diff.became_flaky):
+    """Why a flaky check is a regression, when it is: the head run's verdict counted
+    flakiness (fail_on_flaky), so it failed for samples that disagree, and base did not."""
+    if not diff.head.fail_on_flaky:
         return []
-    became = plural(count=len(diff.became_flaky), noun="check")
+    count = sum(entry.head_flaky for entry in diff.regressions)
+    if not count:
+        return []
+    flaky = plural(count=count, noun="flaky check")
+    verdict = "is a regression" if count == 1 else "are regressions"
     return [
-        f"The head run fails on flaky checks (fail_on_flaky): {became} that became flaky "
-        f"{'is a regression' if len(diff.became_flaky) == 1 else 'are regressions'}."
+        f"The head run fails on flaky checks (fail_on_flaky): {flaky} the base run did not "
+        f"fail for {verdict}."
     ]
 
 

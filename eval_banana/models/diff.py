@@ -56,7 +56,9 @@ class DiffRun(Record):
     fail_on_flaky: bool = Field(
         default=False,
         description="The run ran with fail_on_flaky (its report.json `fail_on_flaky`): any "
-        "flaky check failed it. In head, a check that became flaky is then a regression.",
+        "flaky check failed it. In head, a flaky check is then a regression unless base "
+        "failed for it too (it did not pass there, or base ran with fail_on_flaky and it was "
+        "flaky there).",
     )
 
 
@@ -150,8 +152,8 @@ class RunDiff(Record):
         "error is in could_not_judge instead, unless the run stopped before the check had a "
         "verdict: never started or ended part-way by an abort). A check base stopped before "
         "its verdict (an abort, maxfail) that does not pass in head is one too: nobody can "
-        "say it passed before. A check that became flaky is one when head ran with "
-        "fail_on_flaky. Any entry makes `eb diff` exit 1."
+        "say it passed before. A check flaky in head is one when head ran with "
+        "fail_on_flaky, unless base failed for it too. Any entry makes `eb diff` exit 1."
     )
     could_not_judge: list[DiffEntry] = Field(
         default_factory=list,
@@ -164,8 +166,8 @@ class RunDiff(Record):
         default_factory=list,
         description="Flaky in head (head_flaky: its samples disagreed), and not in base (or "
         "not there), whatever its outcome. When head ran with fail_on_flaky (head.fail_on_flaky), "
-        "its verdict counted the flakiness: each is then a regression too (and no fix, still "
-        "failing or could not judge).",
+        "its verdict counted the flakiness: each is then a regression too, or still failing "
+        "when it did not pass in base (never a fix or could not judge).",
     )
     fixes: list[DiffEntry] = Field(description="Did not pass in base, passes in head.")
     still_failing: list[DiffEntry] = Field(description="Does not pass in either run.")

@@ -1089,7 +1089,8 @@ def test_a_check_that_became_flaky_is_told_and_a_regression_when_the_head_run_fa
     """Base: 3 of 3 samples pass. Head: 2 of 3 (majority passes, flaky). Under
     --fail-on-flaky the head run fails for it (exit 1), so the diff must too; without it the
     run passes, and the diff still lists the check as become flaky (exit 0). A check that was
-    flaky in base already did not become so."""
+    flaky in base already did not become so, but base passed it, so under --fail-on-flaky it is
+    a regression too."""
     rules = dict.fromkeys(("steady", "wobbles", "was_flaky"), "majority")
     root = _sampled_project(project, rules=rules)
     base, head = tmp_path / "base", tmp_path / "head"
@@ -1112,8 +1113,8 @@ def test_a_check_that_became_flaky_is_told_and_a_regression_when_the_head_run_fa
     )
     assert (diff["head"]["flaky_checks"], diff["head"]["fail_on_flaky"]) == (2, fail_on_flaky)
     assert diff["base"]["flaky_checks"] == 1
-    assert _ids(diff["regressions"]) == (["wobbles"] if fail_on_flaky else [])
-    assert diff["unchanged_passing"] == (2 if fail_on_flaky else 3)
+    assert _ids(diff["regressions"]) == (["was_flaky", "wobbles"] if fail_on_flaky else [])
+    assert diff["unchanged_passing"] == (1 if fail_on_flaky else 3)
     assert shown.returncode == int(fail_on_flaky)
     jsonschema.validate(diff, json.loads(eb_process(root, "schema", "diff").stdout))
     text = eb_process(root, "diff", str(base), str(head)).stdout
@@ -1124,15 +1125,46 @@ def test_a_check_that_became_flaky_is_told_and_a_regression_when_the_head_run_fa
     markdown = eb_process(root, "diff", str(base), str(head), "--format", "md").stdout
     assert "<summary>Became flaky (its samples disagree in head) (1)</summary>" in markdown
     if fail_on_flaky:
-        assert "Regressions (1):\n  - wobbles: passed -> passed (flaky) - 2 of 3 samples" in text
-        assert "The head run fails on flaky checks (fail_on_flaky): 1 check that became" in text
-        assert text.endswith("Diff: 1 regression, 1 check became flaky\n")
-        assert markdown.startswith("### eval-banana diff: 1 regression, 1 check became flaky")
+        assert "Regressions (2):\n  - was_flaky: passed (flaky) -> passed (flaky)" in text
+        assert "  - wobbles: passed -> passed (flaky) - 2 of 3 samples" in text
+        assert (
+            "The head run fails on flaky checks (fail_on_flaky): 2 flaky checks the base run did "
+            "not fail for are regressions." in text
+        )
+        assert text.endswith("Diff: 2 regressions, 1 check became flaky\n")
+        assert markdown.startswith("### eval-banana diff: 2 regressions, 1 check became flaky")
         assert "| Flaky checks | 1 | 2 (fail the run) | +1 |" in markdown
     else:
         assert "Regressions" not in text
         assert text.endswith("Diff: no regressions, 1 check became flaky\n")
         assert "| Flaky checks | 1 | 2 | +1 |" in markdown
+
+
+def test_a_flaky_check_fails_a_fail_on_flaky_head_and_is_a_regression_unless_base_failed_it(
+    project: Callable[..., Path], tmp_path: Path
+) -> None:
+    """Head ran with --fail-on-flaky and failed for each flaky check. One flaky as much in a
+    base run without the flag passed there: a regression (it was "no regressions", exit 0).
+    Against a base that ran with the flag too, or where the check failed, base failed for it:
+    still failing, never a fix."""
+    rules = dict.fromkeys(("flaky_both", "failed_then_flaky"), "majority")
+    root = _sampled_project(project, rules=rules)
+    runs = {name: tmp_path / name for name in ("allowed", "strict", "head")}
+    steps = {"flaky_both": "110", "failed_then_flaky": "0"}
+    assert _sampled_run(root, steps=steps, run_dir=runs["allowed"]) == 1
+    assert _sampled_run(root, "--fail-on-flaky", steps=steps, run_dir=runs["strict"]) == 1
+    head_steps = {"flaky_both": "110", "failed_then_flaky": "110"}
+    assert _sampled_run(root, "--fail-on-flaky", steps=head_steps, run_dir=runs["head"]) == 1
+    shown = eb_process(root, "diff", str(runs["allowed"]), str(runs["head"]), "--json")
+    diff = json.loads(shown.stdout)
+    assert _ids(diff["regressions"]) == ["flaky_both"]
+    assert _ids(diff["still_failing"]) == ["failed_then_flaky"]
+    assert diff["fixes"] == [] and shown.returncode == 1
+    shown = eb_process(root, "diff", str(runs["strict"]), str(runs["head"]), "--json")
+    diff = json.loads(shown.stdout)
+    assert diff["regressions"] == [] and diff["fixes"] == []
+    assert _ids(diff["still_failing"]) == ["failed_then_flaky", "flaky_both"]
+    assert shown.returncode == 0
 
 
 def _old_report(run_id: str, statuses: dict[str, str], **totals: Any) -> dict[str, Any]:
