@@ -80,16 +80,40 @@ def verdict_of(*, samples: Sequence[CaseSample], rule: str) -> SampleStatus:
     return "passed" if decide(rule=rule, passed=passed, total=len(statuses)) else "failed"
 
 
+class CaseVerdict(NamedTuple):
+    """One verdict on a case: its samples, the 0-based index of the first, and what they
+    decide."""
+
+    first: int
+    samples: Sequence[CaseSample]
+    status: SampleStatus
+    agrees: bool
+
+
+def case_verdicts(
+    *, samples: Sequence[CaseSample], expect: str, rule: str, size: int
+) -> list[CaseVerdict]:
+    """The verdicts on a case: its samples in order, `size` at a time (a last group short of
+    `size` makes none), each decided by `rule` and held against its label `expect`. The one
+    place a case's verdicts are made: the figures the gate uses and the disagreements
+    `eb calibrate` lists must be the same verdicts."""
+    expected = AGREEING_STATUS.get(expect)
+    verdicts = []
+    for start in range(0, len(samples) - size + 1, size):
+        group = samples[start : start + size]
+        status = verdict_of(samples=group, rule=rule)
+        verdicts.append(
+            CaseVerdict(first=start, samples=group, status=status, agrees=status == expected)
+        )
+    return verdicts
+
+
 def verdict_answers(
     *, samples: Sequence[CaseSample], expect: str, rule: str, size: int
 ) -> list[bool]:
-    """Whether each verdict on a case agrees with its label `expect`: the verdicts of its
-    samples in order, `size` at a time (a last group short of `size` makes none)."""
-    expected = AGREEING_STATUS.get(expect)
-    return [
-        verdict_of(samples=samples[start : start + size], rule=rule) == expected
-        for start in range(0, len(samples) - size + 1, size)
-    ]
+    """Whether each verdict on a case agrees with its label `expect` (case_verdicts)."""
+    verdicts = case_verdicts(samples=samples, expect=expect, rule=rule, size=size)
+    return [verdict.agrees for verdict in verdicts]
 
 
 def case_agreed(*, samples: Sequence[CaseSample], expect: str, rule: str, size: int) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eval_banana.calibration.figures import AGREEING_STATUS, verdict_of
+from eval_banana.calibration.figures import case_verdicts
 from eval_banana.models.calibration import CaseOutcome, JudgeCalibration
 
 _SAID = {"passed": "passed", "failed": "failed", "error": "errored"}
@@ -23,20 +23,20 @@ def _rates(*, true_pass: float | None, true_fail: float | None, agreement: float
 
 def _verdict_lines(*, outcome: CaseOutcome, rule: str, size: int) -> list[str]:
     """One line per verdict on the case that disagreed with its label (a verdict of several
-    samples, decided by the judge's rule as a run decides it)."""
+    samples, decided by the judge's rule as a run decides it): the very verdicts the figures
+    count (case_verdicts)."""
     lines = []
-    samples = outcome.samples
-    for start in range(0, len(samples) - size + 1, size):
-        group = samples[start : start + size]
-        verdict = verdict_of(samples=group, rule=rule)
-        if verdict == AGREEING_STATUS[outcome.expect]:
+    verdicts = case_verdicts(samples=outcome.samples, expect=outcome.expect, rule=rule, size=size)
+    for verdict in verdicts:
+        if verdict.agrees:
             continue
-        counted = "errored" if verdict == "error" else "passed"
-        tally = sum(sample.status == verdict for sample in group)
-        how = "" if verdict == "error" else f" by its rule '{rule}'"
+        status = verdict.status
+        counted = "errored" if status == "error" else "passed"
+        tally = sum(sample.status == status for sample in verdict.samples)
+        how = "" if status == "error" else f" by its rule '{rule}'"
         lines.append(
-            f"  - case '{outcome.name}' (expect {outcome.expect}) samples {start + 1}-"
-            f"{start + size}: the check {_SAID[verdict]}{how} ({tally} of {size} samples "
+            f"  - case '{outcome.name}' (expect {outcome.expect}) samples {verdict.first + 1}-"
+            f"{verdict.first + size}: the check {_SAID[status]}{how} ({tally} of {size} samples "
             f"{counted})"
         )
     return lines
