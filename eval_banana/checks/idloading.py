@@ -359,6 +359,28 @@ class OutsideCheckDir(NamedTuple):
     find: Callable[[str], list[str]]
 
 
+def files_selected_by(*, holders: Sequence[Holder], value: str) -> list[str]:
+    """The paths of `holders` whose check the `--check-id` value selects, read from their ids
+    alone: a `<family>[<case glob>]` value's family, the ids a glob matches (never a family a
+    value names no case of), or the exact id. No definition is validated, so a problem in one
+    file never hides where another defines the value."""
+    needle = value.strip()
+    written = split_case_selector(needle)
+    if written is not None and written[0] and not is_id_pattern(written[0]):
+        family = [h.path for h in holders if h.check_id == written[0] and is_family(h.document)]
+        if family:
+            return family
+    if not is_id_pattern(needle):
+        return [holder.path for holder in holders if holder.check_id == needle]
+    named = plainly_named_family(needle)
+    return [
+        holder.path
+        for holder in holders
+        if id_matches_pattern(check_id=holder.check_id, pattern=needle)
+        and not (named is not None and holder.check_id != named and is_family(holder.document))
+    ]
+
+
 def _left_out_by_check_dir(*, value: str, paths: list[str], check_dir: str) -> _NoSuchId:
     """The error for a value whose checks all lie outside `--check-dir`: it names where, so
     that `eb list` (which lists them) does not contradict it."""

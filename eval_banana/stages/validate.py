@@ -8,10 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from eval_banana.checks.definition import FrozenScript
-from eval_banana.checks.idloading import IdSelection, OutsideCheckDir, select_ids
+from eval_banana.checks.idloading import (
+    IdSelection,
+    OutsideCheckDir,
+    files_selected_by,
+    select_ids,
+)
 from eval_banana.checks.idselectors import IdSelectors
 from eval_banana.checks.keywords import compile_selector
-from eval_banana.checks.loading import Loaded, load_strict, reader_over
+from eval_banana.checks.loading import Holder, Loaded, load_strict, parse_each, reader_over
 from eval_banana.checks.planned import (
     case_template,
     plan_case,
@@ -83,16 +88,19 @@ def raise_if_plan_failed(plan: PlanDoc) -> None:
 
 def _outside_check_dir(*, config: ConfigDoc) -> OutsideCheckDir | None:
     """Where `--check-id` looks for a value that names no check under `--check-dir`: the
-    project's other check files, found by one walk of the whole project, made only when such
-    a value is met (a typo costs that walk; a selection that finds its checks, nothing)."""
+    project's other check files, found by one walk of the whole project and parsed once for
+    their ids, made only when such a value is met (a typo costs that walk; a selection that
+    finds its checks, nothing). However many values are missing, each is then matched against
+    those ids; a file outside that cannot be read or parsed is never named, and no other
+    problem of a file outside changes what is told."""
     check_dir = config.selection.check_dir
     if check_dir is None:
         return None
-    walked: list[tuple[dict[str, str], dict[str, bytes]]] = []
+    parsed: list[list[Holder]] = []
 
-    def others() -> tuple[dict[str, str], dict[str, bytes]]:
-        """Each check file outside the folder -> its path as shown, and the bytes read."""
-        if not walked:
+    def others() -> list[Holder]:
+        """Each check file outside the folder that parses, under its path as shown."""
+        if not parsed:
             whole = config.model_copy(
                 update={"selection": config.selection.model_copy(update={"check_dir": None})}
             )
@@ -104,13 +112,14 @@ def _outside_check_dir(*, config: ConfigDoc) -> OutsideCheckDir | None:
                 for item in found.files
                 if item.path != inside and not item.path.startswith(inside + os.sep)
             }
-            walked.append((shown, contents))
-        return walked[0]
+            each = parse_each(paths=sorted(shown), marker=b"", read=reader_over(contents))
+            parsed.append(
+                [holder._replace(path=shown[holder.path]) for holder, _, _ in each if holder]
+            )
+        return parsed[0]
 
     def find(value: str) -> list[str]:
-        shown, contents = others()
-        chosen = select_ids(paths=list(shown), check_ids=[value], read=reader_over(contents))
-        return [shown[item.path] for item in chosen.checks if item.path not in chosen.case_bound]
+        return files_selected_by(holders=others(), value=value)
 
     return OutsideCheckDir(check_dir=check_dir, find=find)
 
