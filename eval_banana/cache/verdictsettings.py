@@ -45,6 +45,11 @@ PART_WORDS: dict[str, str] = {
 }
 
 
+# The parts that are each job's own budget: shards of one run may choose them differently
+# (docs/scale-out.md), so a merged run holds results decided under several values of each.
+BUDGET_PARTS: tuple[str, ...] = ("harness.timeout_seconds", "core.check_timeout_seconds")
+
+
 class AgentExecutable(NamedTuple):
     """The agent's executable as a verdict counts it: where it was found (project-relative
     inside the project, absolute outside it, "" when not found) and, inside the project, what

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
-from eval_banana.cache.verdictsettings import changed_parts, verdict_settings
+from eval_banana.cache.verdictsettings import BUDGET_PARTS, changed_parts, verdict_settings
 from eval_banana.core.errors import EvalBananaError, StageFileError
 from eval_banana.core.words import and_list
 from eval_banana.isolation.modes import (
@@ -121,6 +121,7 @@ def setting_changes(*, plan: PlanDoc, executed: ExecuteDoc, now: SettingsNow) ->
         harness=now.harness,
         project_root=Path(now.config.project_root),
     )
+    budgets = _shard_budgets(executed=executed)
     changes: dict[str, str] = {}
     for check in checks:
         result = results[check.id]
@@ -137,6 +138,11 @@ def setting_changes(*, plan: PlanDoc, executed: ExecuteDoc, now: SettingsNow) ->
             parts = changed_parts(
                 recorded=executed.verdict_setting_parts[recorded], now=record.parts[current]
             )
+            parts = [
+                part
+                for part in parts
+                if record.parts[current].get(part) not in budgets.get(part, set())
+            ]
             named = [record.named(part) for part in parts]
         isolation = _isolation_change(check=check, result=result, config=now.config)
         if isolation is not None:
@@ -144,6 +150,21 @@ def setting_changes(*, plan: PlanDoc, executed: ExecuteDoc, now: SettingsNow) ->
         if named:
             changes[check.id] = f"{and_list(named)} changed"
     return changes
+
+
+def _shard_budgets(*, executed: ExecuteDoc) -> dict[str, set[str]]:
+    """Of a merged run: budget part -> the digests of every value its shards recorded. Each
+    shard chose its own time limits (docs/scale-out.md) and config.json holds one shard's, so a
+    result's limit is stale only when the limit now is none any shard ran under (a limit the
+    configuration changed since). Of any other run: none, each part compared as it is."""
+    if not executed.merged_from:
+        return {}
+    budgets: dict[str, set[str]] = {}
+    for parts in executed.verdict_setting_parts.values():
+        for part in BUDGET_PARTS:
+            if part in parts:
+                budgets.setdefault(part, set()).add(parts[part])
+    return budgets
 
 
 def _differences_told_by_result(

@@ -226,3 +226,34 @@ def test_the_docs_name_every_setting_shards_must_share() -> None:
     page = (REPO / "docs" / "scale-out.md").read_text()
     settings_paragraph = page[page.index("- **Settings.**") : page.index("- **Exit code.**")]
     assert [name for name in MATCHING_SETTINGS if f"`{name}`" not in settings_paragraph] == []
+
+
+def test_shards_that_chose_other_time_limits_merge_into_a_run_that_is_up_to_date(
+    eb: Callable[..., EbResult], tmp_path: Path
+) -> None:
+    """Shard 2 ran under `--check-timeout-seconds 600` (each job's own budget): the merged run
+    was stale as soon as it was made, its checks compared with the first shard's limit in
+    config.json, and `eb update` ran them again under it."""
+    project = _write_project(tmp_path / "project")
+    shards = [tmp_path / f"shard-{k}" for k in (1, 2)]
+    assert _run(eb, project, shards[0], "--shard", "1/2").exit_code in (0, 1)
+    longer = ("--check-timeout-seconds", "600")
+    assert _run(eb, project, shards[1], "--shard", "2/2", *longer).exit_code in (0, 1)
+    merged = tmp_path / "merged"
+    result = eb(
+        "merge",
+        "--cwd",
+        str(project),
+        *map(str, shards),
+        "--output-dir",
+        str(merged),
+        "--flat-output",
+    )
+    assert result.exit_code in (0, 1), result.stdout + result.stderr
+    status = eb("status", "--cwd", str(project), "--run-dir", str(merged))
+    assert "stale" not in status.stdout, status.stdout
+    # A limit the configuration changes since is one neither shard ran under: stale again.
+    config = project / ".eval-banana" / "config.toml"
+    config.write_text("[core]\ncheck_timeout_seconds = 45\n")
+    status = eb("status", "--cwd", str(project), "--run-dir", str(merged))
+    assert "[core] check_timeout_seconds changed" in status.stdout, status.stdout
