@@ -272,39 +272,52 @@ def test_an_edited_project_file_agent_makes_its_judges_results_stale(tmp_path: P
     assert _eb(root, "run").returncode == 1
 
 
-def test_another_agent_found_on_path_makes_its_judges_results_stale(tmp_path: Path) -> None:
-    """Another `fakejudge` earlier on PATH than the one the run's judges ran: the guard
-    recorded where it found the first, and `eb status` compared nothing of it."""
-    root = tmp_path / "proj"
-    _write(
-        root,
-        {
-            ".eval-banana/config.toml": '[harness]\nagent = "fake"\nisolation = "off"\n'
-            '[agents.fake]\ncommand = ["fakejudge"]\nmodel_flag = ""\n',
-            "eval_checks/judge.yaml": "schema_version: 1\nid: judge\ntype: harness_judge\n"
-            "description: judged\ninputs: []\ninstructions: Answer 1.\n",
-        },
-    )
-    first, second = tmp_path / "first", tmp_path / "second"
-    for folder, text in ((first, _YES), (second, _NO)):
+def _fake_agent_project(root: Path, judges: int) -> None:
+    """A project whose judges run `fakejudge`, found on PATH."""
+    files = {
+        ".eval-banana/config.toml": '[harness]\nagent = "fake"\nisolation = "off"\n'
+        '[agents.fake]\ncommand = ["fakejudge"]\nmodel_flag = ""\n',
+    }
+    for k in range(1, judges + 1):
+        files[f"eval_checks/j{k}.yaml"] = (
+            f"schema_version: 1\nid: j{k}\ntype: harness_judge\ndescription: judged\n"
+            "inputs: []\ninstructions: Answer 1.\n"
+        )
+    _write(root, files)
+
+
+def _agents(tmp_path: Path, *names: str) -> list[Path]:
+    """Folders each holding the same `fakejudge`, outside the project."""
+    folders = [tmp_path / name for name in names]
+    for folder in folders:
         folder.mkdir()
-        (folder / "fakejudge").write_text(text)
+        (folder / "fakejudge").write_text(_YES)
         (folder / "fakejudge").chmod(0o755)
-    assert _eb(root, "run", path=f"{first}{os.pathsep}{os.environ['PATH']}").returncode == 0
-    path = f"{second}{os.pathsep}{first}{os.pathsep}{os.environ['PATH']}"
-    status = _eb(root, "status", path=path)
-    guard = _row(status.stdout, "guard")
-    moved = (
-        f"the agent's command fakejudge is found at {second / 'fakejudge'} now, "
-        f"not {first / 'fakejudge'}"
-    )
-    assert moved in guard, status.stdout
-    updated = _eb(root, "update", path=path)
-    assert updated.returncode == 1, updated.stdout + updated.stderr
-    assert _reruns(updated.stdout) == [
-        f"rerun judge: the agent's executable {second / 'fakejudge'} changed"
-    ]
-    assert _eb(root, "status", path=path).returncode == 0
+    return folders
+
+
+def test_an_agent_found_elsewhere_outside_the_project_judges_nothing_again(
+    tmp_path: Path,
+) -> None:
+    """Shards whose agent sat at other places on PATH: on the merged run, with one shard's on
+    PATH, the other shard's judges were "the agent's executable .../binA/fakejudge changed";
+    with no agent on PATH (a merge job) the guard and every judge were stale. As the verdict
+    key, a place outside the project counts for nothing, and no agent found now changes no
+    result."""
+    root = tmp_path / "proj"
+    _fake_agent_project(root, judges=2)
+    bin_a, bin_b = _agents(tmp_path, "binA", "binB")
+    system = os.environ["PATH"]
+    for k, folder in ((1, bin_a), (2, bin_b)):
+        ran = _eb(root, "run", "--shard", f"{k}/2", "--output-dir", f"out/s{k}",
+                  path=f"{folder}{os.pathsep}{system}")  # fmt: skip
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+    shards = [str(run) for k in (1, 2) for run in (root / "out" / f"s{k}").iterdir()]
+    merged = _eb(root, "merge", *shards, path=system)
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    for path in (system, f"{bin_a}{os.pathsep}{system}"):
+        status = _eb(root, "status", path=path)
+        assert status.returncode == 0 and "stale" not in status.stdout, status.stdout
 
 
 def test_an_edited_project_file_agent_is_no_stored_verdicts_agent(tmp_path: Path) -> None:

@@ -33,7 +33,7 @@ PART_WORDS: dict[str, str] = {
     "agent.command": "the agent's command line",
     "agent.variables": "the variables the config sets for the agent",
     "agent.output_dialect": "the agent's output_dialect",
-    "agent.executable": "the agent's executable",
+    "agent.executable": "the agent's executable",  # counted only when a project file
     "model": "the model",
     "reasoning_effort": "the reasoning effort",
     "harness.timeout_seconds": "[harness] timeout_seconds",
@@ -143,7 +143,11 @@ def setting_parts(
         harness=harness, settings=settings, model=model, effort=effort
     ):
         parts[_AGENT_PARTS[name]] = value
-    parts["agent.executable"] = executable.text()
+    if executable.in_project:
+        # As the verdict key counts it: an executable outside the project by neither its path
+        # nor its content, so the same agent found elsewhere on PATH (another machine, another
+        # shard) judges nothing again.
+        parts["agent.executable"] = executable.text()
     parts["model"] = model or ""
     parts["reasoning_effort"] = effort or ""
     parts["harness.timeout_seconds"] = str(harness.timeout_seconds)
@@ -200,10 +204,14 @@ class VerdictSettings(NamedTuple):
     executable: AgentExecutable  # the agent's, as the judges' parts count it
 
     def named(self, name: str) -> str:
-        """How `eb status` names a part, the executable with where it is found now."""
-        if name == "agent.executable" and self.executable.where:
-            return f"{PART_WORDS[name]} {visible(self.executable.where)}"
-        return PART_WORDS.get(name, name)
+        """How `eb status` names a part, the executable with where it is found now (what was
+        recorded is a digest: only that it differs is known)."""
+        if name != "agent.executable" or not self.executable.where:
+            return PART_WORDS.get(name, name)
+        where = visible(self.executable.where)
+        if self.executable.in_project:
+            return f"{PART_WORDS[name]} {where}"
+        return f"{PART_WORDS[name]} (found outside the project now, at {where})"
 
 
 def verdict_settings(

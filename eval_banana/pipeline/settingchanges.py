@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from eval_banana.cache.verdictsettings import BUDGET_PARTS, changed_parts, verdict_settings
-from eval_banana.core.errors import EvalBananaError, StageFileError
+from eval_banana.core.errors import EvalBananaError, GuardError, StageFileError
 from eval_banana.core.words import and_list
 from eval_banana.isolation.modes import (
     WATCHED_MODES,
@@ -79,8 +79,12 @@ def settings_to_come(*, run_dir: Path, config: ConfigDoc) -> SettingsNow | None:
 
 
 def executable_moved(*, doc: GuardDoc, run_dir: Path) -> str | None:
-    """The agent's command found elsewhere now than the guard found it (another executable
-    earlier on PATH, or none), which the judges would run: the guard is resolved again."""
+    """The agent's command found elsewhere now than the guard found it, where the verdict key
+    tells them apart (a project file on either side, or found now where it was not), which
+    the judges would run: the guard is resolved again. Another place outside the project is
+    the same agent to the verdict key (a merge machine's PATH is not its shards'); not found
+    now is said by `eb update` when a judge must run again (`refuse_missing_agent`)."""
+    from eval_banana.cache.verdictsettings import agent_executable
     from eval_banana.core.words import visible
     from eval_banana.harness.resolve import executable_now
 
@@ -88,14 +92,40 @@ def executable_moved(*, doc: GuardDoc, run_dir: Path) -> str | None:
     if harness is None or not doc.judge_checks or not harness.template.command:
         return None
     config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
-    now = executable_now(harness=harness, project_root=Path(config.project_root))
-    if now == harness.executable:
+    root = Path(config.project_root)
+    now = executable_now(harness=harness, project_root=root)
+    if now is None or now == harness.executable:
+        return None
+    moved = harness.model_copy(update={"executable": now})
+    if harness.executable is not None and not any(
+        agent_executable(harness=found, project_root=root).in_project for found in (harness, moved)
+    ):
         return None
     command = visible(harness.template.command[0])
     was = visible(harness.executable or "not found")
-    if now is None:
-        return f"the agent's command {command} is not found now (it was {was})"
     return f"the agent's command {command} is found at {visible(now)} now, not {was}"
+
+
+def refuse_missing_agent(*, doc: GuardDoc, checks: list[PlannedCheck], project_root: Path) -> None:
+    """Raise the guard's refusal when one of `checks` (to run again) is a judge and the
+    agent's command is not found now: the results kept need no agent, a judge run does."""
+    from eval_banana.harness.resolve import (
+        executable_now,
+        missing_executable_hint,
+        missing_executable_message,
+    )
+
+    harness = doc.harness
+    if harness is None or not any(check.type == "harness_judge" for check in checks):
+        return
+    if executable_now(harness=harness, project_root=project_root) is not None:
+        return
+    missing = harness.model_copy(update={"executable": None})
+    message = missing_executable_message(harness=missing, project_root=project_root)
+    if message is not None:
+        raise GuardError(
+            message, field_path="harness.agent", hint=missing_executable_hint(harness=missing)
+        )
 
 
 def _config_file_changed(*, config: ConfigDoc) -> bool:
@@ -142,6 +172,9 @@ def setting_changes(*, plan: PlanDoc, executed: ExecuteDoc, now: SettingsNow) ->
                 part
                 for part in parts
                 if record.parts[current].get(part) not in budgets.get(part, set())
+                # An agent not found now changed nothing a result was judged under: the
+                # guard refuses `eb update` when a judge must run again without it.
+                and not (part == "agent.executable" and not record.executable.where)
             ]
             named = [record.named(part) for part in parts]
         isolation = _isolation_change(check=check, result=result, config=now.config)

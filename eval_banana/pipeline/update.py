@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 from eval_banana.core.errors import RunAborted, StageFileError
 from eval_banana.core.words import one_line, plural
@@ -18,7 +19,7 @@ from eval_banana.pipeline.interruptedmerge import refuse_interrupted_merge
 from eval_banana.pipeline.remembering import remember_failures, remembered_before
 from eval_banana.pipeline.rerun import RERUNS, StageRequest, refuse_taken_report_places
 from eval_banana.pipeline.resultchanges import outdated_results
-from eval_banana.pipeline.settingchanges import settings_in_folder
+from eval_banana.pipeline.settingchanges import refuse_missing_agent, settings_in_folder
 from eval_banana.pipeline.status import StageState, moved_project, run_status
 from eval_banana.pipeline.writers import output_turn, writing_run
 from eval_banana.reporting.console import Console, ProgressReporter
@@ -250,6 +251,9 @@ def _update_execute(
     for check_id, why in damaged.items():
         out(f"  rewrite {check_id}'s result file: {why}")
     narrowed = plan.model_copy(update={"checks": [c for c in plan.checks if c.id in reasons]})
+    refuse_missing_agent(
+        doc=guarded, checks=narrowed.checks, project_root=Path(config.project_root)
+    )
     # What --last-failed remembers, read before a check can rewrite it (as `eb run` reads it).
     before = remembered_before(config=config)
     with ProgressReporter.over(checks=narrowed.checks, console=request.console) as progress:
