@@ -244,7 +244,7 @@ def run_init(*, cwd: Path, force: bool, nested: bool = False) -> InitOutcome:
     An existing .gitignore that already ignores the results is kept as it is and not listed;
     the examples are written only into an `eval_checks/` without checks (`_examples`). A
     folder below another project's root is refused unless `nested`, and a nested project gets
-    no examples (`_nested_examples`).
+    no examples (`_nested_examples`), also when `force` writes its config again.
     """
     root = real_path(cwd)
     # Refused as `eb run` refuses it, before a file is written (or a path with a line break,
@@ -258,9 +258,10 @@ def run_init(*, cwd: Path, force: bool, nested: bool = False) -> InitOutcome:
             file=str(config),
             hint="pass --force to overwrite it (check files are never overwritten)",
         )
-    # A folder with a config of its own is a project already, nested or not.
-    above = None if _exists(config) else _config_above(root=root)
-    if above is not None and not nested:
+    above = _config_above(root=root)
+    # A folder with a config of its own is a project already, nested or not; `--force` there
+    # still leaves the examples out of one inside another project, as `--nested` did.
+    if above is not None and not nested and not _exists(config):
         raise _inside_a_project(root=root, found=above)
     examples, left = (
         ([], _nested_examples(root=root, outer=above.parent.parent))

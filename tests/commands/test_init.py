@@ -519,3 +519,18 @@ def test_init_below_a_project_s_root_refuses_and_nested_makes_one_without_exampl
     # The outer project still runs (no example found twice); the nested one is a project.
     assert eb_process(outer, "run", "--cache", "off").returncode == 0
     assert eb_process(inner, "init").stderr.startswith("Refusing to overwrite existing file")
+
+
+def test_init_force_in_a_nested_project_leaves_the_examples_out(tmp_path: Path) -> None:
+    """`eb init --force` in a project made with `--nested` wrote the examples `--nested` left
+    out, and the outer project's `eb run` exited 2: `Duplicate check id 'example_check'`."""
+    outer, inner = tmp_path / "outer", tmp_path / "outer" / "sub"
+    inner.mkdir(parents=True)
+    run_init(cwd=outer, force=False)
+    run_init(cwd=inner, force=False, nested=True)
+    forced = run_init(cwd=inner, force=True)
+    assert not (inner / "eval_checks").exists()
+    example = inner.resolve() / "eval_checks" / "example_check.yaml"
+    assert f"Left out {example} (the project at {outer.resolve()} would discover it too)" in (
+        forced.left
+    )
