@@ -333,3 +333,20 @@ def test_an_edited_project_file_agent_is_no_stored_verdicts_agent(tmp_path: Path
     judged = _eb(root, "run")
     assert judged.returncode == 1, judged.stdout + judged.stderr
     assert "- judge: failed - no" in judged.stdout, judged.stdout
+
+
+def test_an_agent_found_through_a_relative_path_entry_is_recorded_absolute(tmp_path: Path) -> None:
+    """PATH with `nm/.bin`: guard.json recorded `nm/.bin/fakejudge`, relative to the process's
+    working directory, and `eb status` from eval_checks/ (PATH `../nm/.bin`, the same file)
+    said the command was found at `../nm/.bin/fakejudge now, not nm/.bin/fakejudge`."""
+    root = tmp_path / "proj"
+    _fake_agent_project(root, judges=1)
+    _write(root, {"nm/.bin/fakejudge": _YES})
+    (root / "nm" / ".bin" / "fakejudge").chmod(0o755)
+    system = os.environ["PATH"]
+    assert _eb(root, "run", path=f"nm/.bin{os.pathsep}{system}").returncode == 0
+    guard = json.loads((_run_dir(root) / "stages" / "guard.json").read_text())
+    assert guard["harness"]["executable"] == str(root.resolve() / "nm" / ".bin" / "fakejudge")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PATH": f"../nm/.bin{os.pathsep}{system}"}
+    status = eb_process(root / "eval_checks", "status", env=env)
+    assert status.returncode == 0 and "stale" not in status.stdout, status.stdout

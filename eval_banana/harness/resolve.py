@@ -27,10 +27,14 @@ def _is_path(command: str) -> bool:
 def _find_executable(*, command: str, project_root: Path) -> str | None:
     """Where the agent's command is: a bare name on PATH; a relative path from the project
     root, where the agent runs (or its copy, which holds the same path), wherever eb was
-    started from."""
+    started from. Always an absolute path: a relative PATH entry (`nm/.bin`) is found from the
+    process's working directory, and guard.json's path must name the same file to an `eb
+    status` run from another folder."""
     if _is_path(command) and not os.path.isabs(command):
-        return shutil.which(str(project_root / command))
-    return shutil.which(command)
+        found = shutil.which(str(project_root / command))
+    else:
+        found = shutil.which(command)
+    return os.path.abspath(found) if found is not None else None
 
 
 def executable_now(*, harness: ResolvedHarness, project_root: Path) -> str | None:
