@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import resource
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -475,3 +477,58 @@ def test_a_step_summary_that_cannot_be_appended_is_a_warning_and_the_verdict_sta
         f"warning: could not append the report to $GITHUB_STEP_SUMMARY ({summary}): "
         "Not a directory; report.md in the run folder holds it"
     ) in done.stderr, done.stderr
+
+
+# A control whose rule lets its seeded defect through (exit 0) after a verbose log: printing
+# past the file-size limit raises "File too large", which looked like the defect caught.
+VERBOSE_CONTROL = """\
+schema_version: 1
+id: ctl
+type: deterministic
+expect: fail
+description: A control that misses its defect after a long log.
+script: |
+  import sys
+  for n in range(2000):
+      print("log line %05d " % n + "y" * 90)
+  sys.exit(0)
+"""
+
+
+def _limit_file_size() -> None:
+    """For eb's process: `ulimit -f 100`, as some CI sandboxes set it (its checks inherit it)."""
+    resource.setrlimit(resource.RLIMIT_FSIZE, (100 * 1024, resource.RLIM_INFINITY))
+
+
+def test_a_check_output_cut_at_the_file_size_limit_is_a_fault_not_a_caught_defect(
+    tmp_path: Path,
+) -> None:
+    root = _project(tmp_path / "proj", sizes={})
+    (root / "eval_checks").mkdir()
+    (root / "eval_checks" / "ctl.yaml").write_text(VERBOSE_CONTROL)
+    limited = subprocess.run(
+        [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=_limit_file_size,
+    )
+    # The control "failing" on its refused print was a pass of the run (exit 0).
+    assert limited.returncode == 3, limited.stdout + limited.stderr
+    assert "File too large" in limited.stderr and "Traceback" not in limited.stderr
+    report = _report(root)
+    assert report["aborted_by"] == "write_fault"
+    (check,) = report["checks"]  # type: ignore[misc]
+    assert check["status"] == "error", check
+    assert check["error_detail"].startswith("Output could not be written: "), check
+    assert check["details"]["write_fault"]["path"].endswith(".stdout.txt"), check
+    assert not any((root / "cache" / "entries").rglob("*.json")), "a faulted verdict was stored"
+    # Without the limit the control misses its defect, as it always did; nothing is reused.
+    shutil.rmtree(root / "runs")
+    again = _eb_run(root)
+    assert again.returncode == 1, again.stdout + again.stderr
+    (check,) = _report(root)["checks"]  # type: ignore[misc]
+    assert (check["status"], check["observed_status"]) == ("failed", "passed"), check
+    assert check["details"]["cache"]["hit"] is False, check["details"]

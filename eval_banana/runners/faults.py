@@ -2,12 +2,14 @@
 
 A check's output is written by the check's own process straight into its files, so eb cannot
 see a write of it fail; `capture_fault` asks the file system afterwards whether it had room
-and was writable. `FaultLog` keeps the first fault of a run and stops the run.
+and was writable, and whether the file reached the file-size limit the check inherited from eb.
+`FaultLog` keeps the first fault of a run and stops the run.
 """
 
 from __future__ import annotations
 
 import os
+import resource
 import threading
 from pathlib import Path
 
@@ -21,7 +23,8 @@ def capture_fault(*, path: Path) -> WriteFault | None:
     """The fault that may have cut a check's captured output at `path` short, or None.
 
     A file system that is full, or was made read-only, while the check ran may have refused
-    part of what the check wrote there (the check's own process saw the error, eb did not).
+    part of what the check wrote there (the check's own process saw the error, eb did not); so
+    may the file-size limit (`ulimit -f`), which the check inherited from eb.
     """
     try:
         info = os.statvfs(path.parent)
@@ -33,7 +36,33 @@ def capture_fault(*, path: Path) -> WriteFault | None:
     free = info.f_bfree if os.geteuid() == 0 else info.f_bavail
     if info.f_blocks > 0 and free == 0:
         return WriteFault(path=str(path), cause="No space left on device")
-    return None
+    return _size_limit_fault(path=path)
+
+
+def _size_limit_fault(*, path: Path) -> WriteFault | None:
+    """The fault of a captured output that reached the file-size limit, or None.
+
+    The kernel refuses every byte past the limit (EFBIG, or SIGXFSZ kills the writer), so a
+    file that reached it may be cut short: the check's verdict (a control "failing" on the
+    refused write) says nothing about the subject. A file exactly at the limit is taken as cut
+    too: eb cannot tell it from one whose next byte was refused.
+    """
+    limit, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    if limit == resource.RLIM_INFINITY:
+        return None
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return WriteFault.of(path=path, exc=exc)
+    if size < limit:
+        return None
+    return WriteFault(
+        path=str(path),
+        cause=f"File too large: it reached the file-size limit (`ulimit -f`) of {limit} bytes"
+        " eb and its checks run under; raise it",
+    )
 
 
 def fault_result(*, check: PlannedCheck, fault: WriteFault) -> CheckResult:
