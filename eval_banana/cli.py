@@ -17,12 +17,39 @@ class _TerminatedEarly(SystemExit):
     below knows it)."""
 
 
+class _Exit:
+    """Whether eb's process has decided its exit code: by a signal that ended it (the first
+    one `_terminated_early` handled) or by `main` returning. A signal after that changes
+    nothing: it is not to end the exit half done, nor to reach Python's teardown, which gives
+    the signals their default back and lets the next one kill eb (status -2 instead of 3)."""
+
+    decided = False
+
+
 def _terminated_early(signum: int, frame: object) -> None:
     # SIGTERM, SIGHUP or Ctrl-C before the run installs its own handler (and after it restores
     # this one) ends eb as an interrupt does: exit 3, no traceback. Raised here, so it unwinds
     # through whatever start-up is doing, cleanups included.
-    print("Interrupted.", file=sys.stderr)
+    if _Exit.decided:
+        return
+    _Exit.decided = True
+    _stopping_signals_ignored()  # also through Python's exit, when one escapes start-up
+    # A signal can land inside a print, between its text and its line break: the line that
+    # was being written keeps its end, and `Interrupted.` a line of its own.
+    broken = getattr(sys.stderr, "mid_line", False) is True
+    print("\nInterrupted." if broken else "Interrupted.", file=sys.stderr)
     raise _TerminatedEarly(3)
+
+
+def _stopping_signals_ignored() -> None:
+    """SIGINT, SIGTERM and SIGHUP ignored from here to the exit: Python's own exit (a thread
+    still running, a profiler) gives a signal it handled its default back, never an ignored
+    one, so none can end eb by the signal after its exit code is decided."""
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        signum = getattr(signal, name, None)
+        if signum is not None:
+            with contextlib.suppress(ValueError, OSError):  # not the main thread: not eb's
+                signal.signal(signum, signal.SIG_IGN)
 
 
 def _started_as_the_program() -> bool:
@@ -504,4 +531,17 @@ def _never_fail_to_print() -> None:
 def entry() -> None:
     _tune_collector()
     _never_fail_to_print()
-    _leave(main())
+    code = _decided_exit()
+    _stopping_signals_ignored()
+    _leave(code)
+
+
+def _decided_exit() -> int:
+    """`main`'s exit code, or 3 when a signal ended it (a signal after `main` returned too,
+    up to the moment the code is decided); later signals are ignored by `_terminated_early`."""
+    try:
+        code = main()
+        _Exit.decided = True
+        return code
+    except _TerminatedEarly as stopped:  # `_terminated_early` decided the exit as it raised
+        return stopped.code if isinstance(stopped.code, int) else 3

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.forking import default_sigint
 from tests.gitrepo import init_repo
 
 _SIGTERM_BIT = 1 << (signal.SIGTERM - 1)
@@ -221,3 +222,128 @@ def test_a_program_that_imports_and_runs_eb_keeps_its_own_signal_handlers(
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == f"handled [{int(signal.SIGTERM)}]", done.stdout
+
+
+# eb as the program (a script named `eb`), whose exit comes under a burst of signals: three the
+# moment `main` has returned its exit code, and one more while Python tears the process down, if
+# it ever does (the teardown gives the signals eb handled their default back first): an object
+# left in a reference cycle is freed only by the teardown's last collection, never by eb's own
+# os._exit. The run itself is interrupted by its one check, which signals eb.
+_BURST_AT_THE_EXIT = """
+import os, signal, sys
+import eval_banana.cli as cli
+
+class AtTeardown:
+    def __init__(self):
+        self.cycle = self
+
+    def __del__(self, kill=os.kill, pid=os.getpid(), signum=signal.SIGTERM):
+        kill(pid, signum)
+
+real_main = cli.main
+
+def main(argv=None):
+    code = real_main(argv)
+    AtTeardown()
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGINT):
+        os.kill(os.getpid(), signum)
+    return code
+
+cli.main = main
+cli.entry()
+"""
+_INTERRUPTING_CHECK = """\
+schema_version: 1
+id: interrupting
+type: deterministic
+description: Sends eb a Ctrl-C, as an impatient user does.
+script: |
+  import os, signal, time
+  os.kill(os.getppid(), signal.SIGINT)
+  time.sleep(5)
+"""
+
+
+@pytest.mark.parametrize("first", [signal.SIGINT, signal.SIGTERM])
+def test_signals_after_eb_decided_its_exit_never_end_it_by_the_signal(
+    tmp_path: Path, first: signal.Signals
+) -> None:
+    # A Ctrl-C (or SIGTERM) repeated every 2 ms while eb finished an interrupted run made it
+    # die by the signal (status -2 or -15) in a few runs of 20, after it had printed `Run
+    # aborted ...` and `Interrupted.`: the signal after the run raised eb's exit past its entry
+    # point, into Python's full exit, which gave the signals their default back.
+    root = init_repo(
+        tmp_path / "proj",
+        {
+            ".eval-banana/config.toml": '[core]\noutput_dir = "runs"\n',
+            "eval_checks/interrupting.yaml": _INTERRUPTING_CHECK.replace(
+                "signal.SIGINT", f"signal.{first.name}"
+            ),
+        },
+    )
+    program = tmp_path / "eb"
+    program.write_text(_BURST_AT_THE_EXIT)
+    done = subprocess.run(
+        [sys.executable, str(program), "run", "--cache", "off", "--cwd", str(root)],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+        preexec_fn=default_sigint,
+    )
+    assert done.returncode == 3, (done.returncode, done.stderr)
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr
+    lines = done.stderr.splitlines()
+    assert any(line.startswith("Run aborted (interrupt") for line in lines), done.stderr
+    assert lines[-1] == "Interrupted.", done.stderr
+    assert lines.count("Interrupted.") == 1, done.stderr
+
+
+# eb as the program, whose stderr sends it a signal the moment `Run aborted` is written: after
+# a print's text, before its line break.
+_SIGNAL_INSIDE_A_LINE = """
+import os, signal, sys
+import eval_banana.cli as cli
+
+class Stderr:
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text):
+        written = self.stream.write(text)
+        if text.startswith("Run aborted"):
+            os.kill(os.getpid(), signal.SIGTERM)
+        return written
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+sys.stderr = Stderr(sys.stderr)
+cli.entry()
+"""
+
+
+def test_a_signal_inside_a_console_line_leaves_the_line_whole(tmp_path: Path) -> None:
+    # `Run aborted (...). Report: .../report.jsonInterrupted.`: the signal's word ran into
+    # the line whose line break the print had not written yet.
+    root = init_repo(
+        tmp_path / "proj",
+        {
+            ".eval-banana/config.toml": '[core]\noutput_dir = "runs"\n',
+            "eval_checks/interrupting.yaml": _INTERRUPTING_CHECK,
+        },
+    )
+    program = tmp_path / "eb"
+    program.write_text(_SIGNAL_INSIDE_A_LINE)
+    done = subprocess.run(
+        [sys.executable, str(program), "run", "--cache", "off", "--cwd", str(root)],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+        preexec_fn=default_sigint,
+    )
+    assert done.returncode == 3, (done.returncode, done.stderr)
+    lines = done.stderr.splitlines()
+    assert lines[-1] == "Interrupted.", done.stderr
+    assert lines[-2].startswith("Run aborted (interrupt") and lines[-2].endswith(".json"), lines

@@ -56,8 +56,13 @@ class _Held:
         self._stream = stream
         self._lost = lost
         self._fault = fault
+        # Whether the last text written ends inside a line: a signal's `Interrupted.` that
+        # lands between a print's text and its line break starts a line of its own.
+        self.mid_line = False
 
     def write(self, text: str) -> int:
+        if text:
+            self.mid_line = not text.endswith("\n")
         try:
             return self._stream.write(text)
         except self._lost as exc:
