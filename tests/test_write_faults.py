@@ -532,3 +532,78 @@ def test_a_check_output_cut_at_the_file_size_limit_is_a_fault_not_a_caught_defec
     (check,) = _report(root)["checks"]  # type: ignore[misc]
     assert (check["status"], check["observed_status"]) == ("failed", "passed"), check
     assert check["details"]["cache"]["hit"] is False, check["details"]
+
+
+# -- a check's own files, whose place the check took -------------------------------------------
+
+# A check that makes a folder where eb writes its result (checks/<stem>.json), or makes its
+# run's checks/ folder immutable (root only), so that eb cannot remove its empty stderr file.
+_TAKES_ITS_RESULT_FILE = (
+    "schema_version: 1\nid: ok\ntype: deterministic\ndescription: Takes its result's place.\n"
+    "script: |\n  import json, os, sys\n"
+    "  os.makedirs(json.loads(open(sys.argv[1]).read())['output_dir'] + '.json/x')\n"
+)
+_FREEZES_ITS_FOLDER = (
+    "schema_version: 1\nid: ok\ntype: deterministic\ndescription: Freezes checks/.\n"
+    "script: |\n  import json, os, subprocess, sys\n"
+    "  out = json.loads(open(sys.argv[1]).read())['output_dir']\n"
+    "  subprocess.run(['chattr', '+i', os.path.dirname(out)], check=True)\n"
+    "  print('frozen')\n"
+)
+
+
+def _fault_line(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip() and line[0] != "["]
+    assert len(lines) == 1, done.stderr
+    return lines[0]
+
+
+def test_a_folder_where_a_checks_result_goes_is_named_not_the_temporary_file(
+    tmp_path: Path,
+) -> None:
+    # It said "Cannot write .../checks/.ok-<sha>.json.<pid>.4.tmp: Is a directory", a file
+    # that never was a folder, and no fix.
+    root = _passing_project(tmp_path / "proj", check=_TAKES_ITS_RESULT_FILE)
+    done = eb_process(root, "run", "--cache", "off")
+    line = _fault_line(done)
+    (run,) = (root / ".eval-banana" / "results").iterdir()
+    (result_file,) = (run / "checks").glob("ok-*.json")
+    assert line == (
+        f"Cannot write {result_file}: a folder stands there, which eb never removes (remove it,"
+        " then run eb update); the run is aborted"
+    ), line
+    (check,) = json.loads((run / "report.json").read_text())["checks"]
+    assert check["details"]["write_fault"]["path"] == str(result_file), check
+
+
+def test_an_empty_output_file_eb_cannot_remove_is_told_so_not_as_a_check_that_never_ran(
+    tmp_path: Path,
+) -> None:
+    # It warned "Deterministic check ok failed to execute: [Errno 1] Operation not permitted:
+    # '...stderr.txt'" and recorded the check as never started, though it had run: what
+    # failed was eb removing the empty stderr file the check left.
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    if os.geteuid() != 0 or shutil.which("chattr") is None:
+        pytest.skip("making a folder immutable needs root and chattr")
+    if subprocess.run(["chattr", "+i", str(probe)], capture_output=True, check=False).returncode:
+        pytest.skip("this file system has no immutable flag")
+    subprocess.run(["chattr", "-i", str(probe)], check=True)
+    root = _passing_project(tmp_path / "proj", check=_FREEZES_ITS_FOLDER)
+    try:
+        done = eb_process(root, "run", "--cache", "off")
+    finally:
+        for checks in (root / ".eval-banana" / "results").glob("*/checks"):
+            subprocess.run(["chattr", "-i", str(checks)], check=False)
+    assert "failed to execute" not in done.stderr, done.stderr
+    line = _fault_line(done)
+    (run,) = (root / ".eval-banana" / "results").iterdir()
+    (stderr_file,) = (run / "checks").glob("ok-*.stderr.txt")
+    assert line == (
+        f"Cannot remove the empty file {stderr_file}: Operation not permitted; the run is aborted"
+    ), line
+    (check,) = json.loads((run / "report.json").read_text())["checks"]
+    assert check["error_detail"] == f"Not judged: {line.removesuffix('; the run is aborted')}"
+    assert "not_started" not in check["details"], check["details"]

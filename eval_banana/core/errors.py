@@ -295,16 +295,21 @@ class WriteFault(EvalBananaError):
     exit_code = 3
     kind = "write_fault"
 
-    def __init__(self, *, path: str, cause: str) -> None:
-        super().__init__(f"Cannot write {path}: {cause}; the run is aborted", file=path, hint=None)
+    def __init__(self, *, path: str, cause: str, action: str = "write") -> None:
+        super().__init__(
+            f"Cannot {action} {path}: {cause}; the run is aborted", file=path, hint=None
+        )
         self.path = path
         self.cause = cause
+        # What eb failed to do to the file: "write" it, or another change of the folder it is
+        # in ("remove the empty file"), told in those words, never as the check's own failure.
+        self.action = action
 
     @property
     def said(self) -> str:
         """What failed, without what it does to a run: for a write whose failure costs only
         itself (a warning), or a command that is no run (`eb init`)."""
-        return f"Cannot write {self.path}: {self.cause}"
+        return f"Cannot {self.action} {self.path}: {self.cause}"
 
     @classmethod
     def told(cls, *, path: object, exc: Exception) -> str:

@@ -259,7 +259,9 @@ def _raise_write_error(*, path: Path, exc: OSError) -> NoReturn:
     """Disk full, an I/O error, a read-only or forbidden folder are infrastructure: they abort
     the run naming the file (WriteFault), never a verdict or a traceback."""
     if exc.errno in _WRONG_PLACE:
-        raise exc
+        # Named by `path`: a failed rename names the temporary file first, whose name tells
+        # the user nothing (`.<name>.<pid>.<n>.tmp`, "Is a directory", which it never was).
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     raise WriteFault.at(path=path, exc=exc) from None
 
 

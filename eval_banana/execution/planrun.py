@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from eval_banana.cache.storing import open_cache, store_all
 from eval_banana.cache.verdictsettings import verdict_settings
 from eval_banana.core import log
-from eval_banana.core.errors import ResourceFault, WriteFault
+from eval_banana.core.errors import WriteFault
 from eval_banana.core.files import OutputClearer
 from eval_banana.execution.onecheck import run_one
 from eval_banana.execution.turns import start_ranks
@@ -24,7 +24,7 @@ from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, GuardDoc, PlanDoc, PlannedCheck
 from eval_banana.runners import IN_PROCESS, orphans
 from eval_banana.runners.base import ProjectView, RunContext
-from eval_banana.runners.faults import FaultLog, fault_result
+from eval_banana.runners.faults import FaultLog, fault_result, task_fault
 from eval_banana.runners.fuses import RunFuses
 from eval_banana.runners.pool import (
     MaxfailGate,
@@ -327,10 +327,11 @@ class PlanRun:
             fault = (
                 exc
                 if isinstance(exc, WriteFault)
-                else ResourceFault.during(
-                    exc=exc, doing=f"running check {self.checks[position].id}"
+                else task_fault(
+                    exc=exc,
+                    folder=self.checks_dir,
+                    doing=f"running check {self.checks[position].id}",
                 )
-                or WriteFault.of(path=self.checks_dir, exc=exc)
             )
             self.faults.add(fault=fault, stop=self.stop)
             if self.results[position] is None:

@@ -8,6 +8,7 @@ and was writable, and whether the file reached the file-size limit the check inh
 
 from __future__ import annotations
 
+import errno
 import os
 import resource
 import threading
@@ -65,6 +66,28 @@ def _size_limit_fault(*, path: Path) -> WriteFault | None:
     )
 
 
+# A file of a check's eb cannot write because something stands in its place (a check that made
+# a folder where its result goes): what is there and the fix. eb never removes what it did not
+# make, and a rename never replaces a folder.
+_IN_THE_WAY = {
+    errno.EISDIR: "a folder stands there, which eb never removes (remove it, then run eb update)",
+    errno.ENOTDIR: "a file stands where one of its folders should be, which eb never removes"
+    " (remove it, then run eb update)",
+}
+
+
+def task_fault(*, exc: OSError, folder: Path, doing: str) -> WriteFault:
+    """The fault of an OSError out of a check's task (`doing`), which wrote the check's files
+    in `folder`: too many open files is a resource fault; a path something stands in the way
+    of says what and the fix; any other is a write fault of the file the error names."""
+    out_of_files = ResourceFault.during(exc=exc, doing=doing)
+    if out_of_files is not None:
+        return out_of_files
+    fault = WriteFault.of(path=folder, exc=exc)
+    in_the_way = _IN_THE_WAY.get(exc.errno) if exc.errno is not None else None
+    return fault if in_the_way is None else WriteFault(path=fault.path, cause=in_the_way)
+
+
 def fault_result(*, check: PlannedCheck, fault: WriteFault) -> CheckResult:
     """A check whose output could not be written: an error, whatever the check decided."""
     if isinstance(fault, ResourceFault):
@@ -76,10 +99,17 @@ def fault_result(*, check: PlannedCheck, fault: WriteFault) -> CheckResult:
                 details={RESOURCE_FAULT: {"doing": fault.doing, "cause": fault.cause}},
             )
         )
+    # A file eb failed to change otherwise (an empty output file it could not remove): the
+    # check ran, but its result is not kept in a run whose folder eb cannot change.
+    said = (
+        f"Output could not be written: {fault.path}: {fault.cause}"
+        if fault.action == "write"
+        else f"Not judged: {fault.said}"
+    )
     return judge_expectation(
         result=instant_error(
             check=check,
-            error_detail=f"Output could not be written: {fault.path}: {fault.cause}",
+            error_detail=said,
             details={WRITE_FAULT: {"path": fault.path, "cause": fault.cause}},
         )
     )

@@ -124,13 +124,24 @@ def _exit_descriptor(*, pid: int) -> int | None:
 
 
 def _drop_if_empty(path: Path) -> Path | None:
+    """`path`, or None once it is removed for holding nothing (or gone). A removal the folder
+    refuses (made read-only or immutable while the check ran) is a fault of the run that says
+    so, never the check's own failure to start: the check ran."""
     try:
-        if path.stat().st_size == 0:
-            path.unlink()
-            return None
+        if path.stat().st_size != 0:
+            return path
     except FileNotFoundError:
         return None
-    return path
+    except OSError as exc:
+        raise WriteFault.of(path=path, exc=exc) from None
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        cause = exc.strerror or str(exc) or type(exc).__name__
+        raise WriteFault(path=str(path), cause=cause, action="remove the empty file") from None
+    return None
 
 
 def run_process(
