@@ -8,12 +8,17 @@ it runs), then judged and rebuilt through the real CLI.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
+import time
 from collections import Counter
 from pathlib import Path
 
 from eval_banana.core.stem import artifact_stem
 from tests.conftest import EbResult
+from tests.forking import eb_script, events_of
 from tests.processes import eb_process
 from tests.test_update import STAGES, Proj, _kept, _rerun_stages, _rows, _run_once, _status_ok
 from tests.test_update import proj as proj  # noqa: F401 - fixture
@@ -629,3 +634,73 @@ def test_a_folder_where_report_html_or_the_junit_file_goes_is_refused_before_a_c
     assert proj.ran() == Counter({"plain": 1, "scripted": 1, "reads_src": 2})
     assert page.is_file() and junit.is_file()
     _status_ok(proj)
+
+
+# eb that stops for good (until it is killed) as it is about to rename its report.json into
+# place: its temporary sibling is written, the rename not made.
+_STOPS_BEFORE_RENAMING_THE_REPORT = """\
+import time
+real_replace = os.replace
+def replace(source, target, *args, **kwargs):
+    if os.path.basename(target) == "report.json" and "stages" not in str(target):
+        note("renaming")
+        time.sleep(120)
+    return real_replace(source, target, *args, **kwargs)
+os.replace = replace
+"""
+
+
+def test_eb_update_removes_the_temporary_files_a_killed_eb_left_and_nothing_else(
+    tmp_path: Path,
+) -> None:
+    """An eb killed (`kill -9`) while it wrote report.json left `.report.json.<pid>.<n>.tmp` in
+    the run folder, and `eb update`, which completed the run (exit 0), left it there."""
+    root = tmp_path / "proj"
+    (root / "eval_checks").mkdir(parents=True)
+    (root / ".eval-banana").mkdir()
+    (root / ".eval-banana" / "config.toml").write_text('[core]\noutput_dir = "runs"\n')
+    (root / "eval_checks" / "ok.yaml").write_text(
+        "schema_version: 1\nid: ok\ntype: deterministic\ndescription: Passes.\n"
+        "script: print('fine')\n"
+    )
+    events = tmp_path / "events"
+    killed = subprocess.Popen(
+        [sys.executable, "-c", eb_script(setup=_STOPS_BEFORE_RENAMING_THE_REPORT)]
+        + ["run", "--cache", "off", "--cwd", str(root)],
+        env={**os.environ, "EB_EVENTS": str(events)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while "renaming" not in events_of(events) and time.monotonic() < deadline:
+            assert killed.poll() is None, "eb ended before it renamed its report"
+            time.sleep(0.01)
+    finally:
+        killed.kill()
+        killed.wait(timeout=60)
+    (run_dir,) = (root / "runs").iterdir()
+    (left,) = run_dir.glob(".report.json.*.tmp")
+    assert left.name.startswith(f".report.json.{killed.pid}."), left.name
+    # Beside it: another of eb's own forms a dead writer left (removed too), and files eb
+    # never removes: a live writer's (this test's), a name of another form, and a check's own
+    # file in its output folder.
+    also_left = run_dir / "stages" / f".score.json.{killed.pid}.3.tmp"
+    live = run_dir / "checks" / f".ok.json.{os.getpid()}.1.tmp"
+    other_form = run_dir / f".notes.{killed.pid}.tmp"
+    (checks_own,) = (path for path in (run_dir / "checks").iterdir() if path.is_dir())
+    in_checks_own = checks_own / f".data.json.{killed.pid}.1.tmp"
+    for path in (also_left, live, other_form, in_checks_own):
+        path.write_text("{")
+    # A pid in use again, by a process that started after the file was last written (this
+    # test's, against a file dated 2001): its writer is gone too. Linux's /proc tells it.
+    reused = run_dir / "stages" / f".plan.json.{os.getpid()}.2.tmp"
+    reused.write_text("{")
+    os.utime(reused, (1_000_000_000, 1_000_000_000))
+    updated = eb_process(root, "update")
+    assert updated.returncode == 0, updated.stdout + updated.stderr
+    assert json.loads((run_dir / "report.json").read_text())["run_passed"] is True
+    assert not left.exists() and not also_left.exists()
+    assert reused.exists() is not Path("/proc/self/stat").exists()
+    assert live.exists() and other_form.exists() and in_checks_own.exists()

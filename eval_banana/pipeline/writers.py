@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from eval_banana.core.errors import RunAborted, RunInUseError
+from eval_banana.core.lefttemps import remove_left_temp_files
 from eval_banana.core.realpaths import real_path
 from eval_banana.core.turns import (
     alone_in_folder,
@@ -57,6 +58,9 @@ def writing_run(*, run_dir: Path) -> Iterator[None]:
             raise RunInUseError(
                 f"The run folder {run_dir} was deleted meanwhile", file=str(run_dir)
             )
+        # What an eb killed while it wrote here left (`.report.json.<pid>.<n>.tmp`): no other
+        # eb process writes the folder now. checks/<stem>/ folders are the checks' own.
+        remove_left_temp_files(folders=(run_dir, run_dir / "stages", run_dir / "checks"))
         yield
 
 
