@@ -63,6 +63,16 @@ def _location_problem(*, url: str, scheme: str, source: str | None) -> ConfigErr
             told="names no bucket",
             hint=f"write s3://bucket/prefix{_EMPTY}",
         )
+    if scheme == "s3" and (":" in parts.netloc or "@" in parts.netloc):
+        # No bucket name holds either: the store's address (or a key) was written where the
+        # bucket goes, and every request would go to a bucket of that name.
+        return _refused(
+            url=url,
+            source=source,
+            told="names a host, port or credentials where the bucket goes",
+            hint="write s3://bucket/prefix, set the store's address in [cache] remote_endpoint "
+            "(https://host:port) and the keys in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
+        )
     if scheme == "file" and not parts.path:
         return _refused(
             url=url,

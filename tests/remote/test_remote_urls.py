@@ -103,6 +103,20 @@ def test_a_remote_url_that_names_no_bucket_host_or_folder_is_a_setup_error(
     assert not (root / "ac").exists()
 
 
+@pytest.mark.parametrize("url", ["s3://minio.internal:9000/eb", "s3://AKIA:pw-of-ci@bucket/eb"])
+def test_an_s3_url_with_a_port_or_credentials_where_the_bucket_goes_is_a_setup_error(
+    project: Callable[..., Path], url: str
+) -> None:
+    # It was taken as a bucket named `minio.internal:9000`, and every request failed in turn.
+    root = _project(project)
+    done = eb_process(root, "run", env=_environ(EVAL_BANANA_CACHE_REMOTE=url))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "names a host, port or credentials where the bucket goes" in done.stderr
+    assert "[cache] remote_endpoint" in done.stderr
+    assert "pw-of-ci" not in done.stderr
+    assert not (root / "results").exists()
+
+
 def test_a_remote_url_that_cannot_be_read_is_no_folder_while_the_cache_is_off(
     project: Callable[..., Path],
 ) -> None:
