@@ -7,6 +7,7 @@ import errno
 import hashlib
 import itertools
 import os
+import re
 import stat
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -269,6 +270,13 @@ def is_temp_sibling(*, name: str, of: str) -> bool:
     """Whether the file name `name` is a temporary file an atomic write of the file named `of`
     makes beside it (`.<of>.<pid>.<n>.tmp`) before renaming it into place."""
     return name.startswith(f".{of}.") and name.endswith(".tmp")
+
+
+# The name `_create_temp_sibling` gives the temporary sibling of the file `<name>`, as
+# `.<name>.<pid>.<n>.tmp` (a pid is never 0): how a leftover one tells which process wrote it.
+TEMP_SIBLING_NAME = re.compile(
+    r"\.(?P<name>.+)\.(?P<pid>[1-9][0-9]{0,9})\.(?:0|[1-9][0-9]{0,18})\.tmp"
+)
 
 
 def is_temp_file(name: str) -> bool:

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from collections.abc import Iterable
 from pathlib import Path
 
-# The name core.files gives the temporary sibling of the file `<name>`; a pid is never 0.
-_LEFT_NAME = re.compile(r"\.(?P<name>.+)\.(?P<pid>[1-9][0-9]{0,9})\.(?:0|[1-9][0-9]{0,18})\.tmp")
+from eval_banana.core.files import TEMP_SIBLING_NAME
+
 # A start time is known to a clock tick and the boot time to a second: a process that started
 # within this long of a file's last write may have written it.
 _CLOCK_SLACK_SECONDS = 2.0
@@ -49,7 +48,7 @@ def remove_left_temp_files(*, folders: Iterable[Path]) -> list[Path]:
 
 
 def _left_by_a_writer_gone(entry: os.DirEntry[str]) -> bool:
-    found = _LEFT_NAME.fullmatch(entry.name)
+    found = TEMP_SIBLING_NAME.fullmatch(entry.name)
     if found is None:
         return False
     try:
