@@ -23,7 +23,7 @@ from eval_banana.models.calibration import (
     JudgeCalibration,
     SampleStatus,
 )
-from eval_banana.models.repeats import decide, rule_of, sample_count
+from eval_banana.models.repeats import decided_status, rule_of, sample_count
 from eval_banana.models.stages import PlannedCheck
 
 # The figures a record stores that must be ratios (null: no case of that label).
@@ -73,11 +73,7 @@ def _rate(agreed: Sequence[bool]) -> float | None:
 def verdict_of(*, samples: Sequence[CaseSample], rule: str) -> SampleStatus:
     """What a run decides from these samples under `rule`: an error in any is an error (a
     broken judge is never outvoted), else the rule decides (sampling/aggregate.py)."""
-    statuses = [sample.status for sample in samples]
-    if "error" in statuses:
-        return "error"
-    passed = statuses.count("passed")
-    return "passed" if decide(rule=rule, passed=passed, total=len(statuses)) else "failed"
+    return decided_status(statuses=[sample.status for sample in samples], rule=rule)
 
 
 class CaseVerdict(NamedTuple):

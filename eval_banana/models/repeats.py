@@ -6,7 +6,7 @@ limits and the rules cannot drift apart.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, get_args
 
 Rule = Literal["all", "majority", "any"]
@@ -53,6 +53,16 @@ def decide(*, rule: str, passed: int, total: int) -> bool:
     if rule == "majority":
         return 2 * passed > total
     return passed == total
+
+
+def decided_status(*, statuses: Sequence[str], rule: str) -> Literal["passed", "failed", "error"]:
+    """What a check's samples (their statuses) decide under `rule`: an error in any makes an
+    error (a broken judge is never outvoted), else the rule decides. A run's aggregation and
+    a calibration's verdicts both decide by this."""
+    if "error" in statuses:
+        return "error"
+    passed = sum(1 for status in statuses if status == "passed")
+    return "passed" if decide(rule=rule, passed=passed, total=len(statuses)) else "failed"
 
 
 def settled_whatever_undecided(

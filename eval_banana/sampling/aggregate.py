@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from eval_banana.harness.usage import summed_usage
-from eval_banana.models.repeats import decide
+from eval_banana.models.repeats import decided_status
 from eval_banana.models.result import NOT_RUN, STOPPED, CheckResult, Status
 from eval_banana.models.stages import PlannedCheck
 from eval_banana.runners.results import build_result, error_result, stopped_detail
@@ -123,14 +123,10 @@ def aggregate_samples(
     """
     total = len(samples)
     statuses = [observed(result) for result in samples]
-    passed, failed, errored = (statuses.count(name) for name in ("passed", "failed", "error"))
+    passed, failed = (statuses.count(name) for name in ("passed", "failed"))
     started = min(datetime.fromisoformat(result.started_at) for result in samples)
     completed = max(datetime.fromisoformat(result.completed_at) for result in samples)
-    status: Status
-    if errored:
-        status = "error"
-    else:
-        status = "passed" if decide(rule=rule, passed=passed, total=total) else "failed"
+    status: Status = decided_status(statuses=statuses, rule=rule)
     chosen = _representative(samples=samples, status=status)
     picked = samples[chosen]
     details = {key: value for key, value in picked.details.items() if key not in _PER_RUN_KEYS}
