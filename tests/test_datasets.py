@@ -3635,3 +3635,100 @@ def test_a_rows_expect_is_data_and_a_control_family_sets_expect_for_all_its_rows
     code, report = _run(eb, root)
     assert code == 1
     assert _statuses(report) == {"f[seeded]": "passed", "controls[seeded]": "failed"}
+
+
+# A family whose case passes when its row holds the text NO and the number 755, as YAML 1.2
+# reads `country: NO` and `mode: 0755` (YAML 1.1 reads false and the octal 493).
+YAML12_FAMILY = """\
+{head}schema_version: 1
+id: {family}
+type: deterministic
+description: "case {{{{ case.name }}}}"
+{source}
+script: |
+  import json, sys
+  case = json.load(open(sys.argv[1]))["case"]
+  sys.exit(0 if (case["country"], case["mode"], case["power"]) == ("NO", 755, "on") else 1)
+"""
+
+
+def test_a_dataset_or_check_file_that_declares_yaml_1_2_is_read_by_its_rules(
+    project: Callable[..., Path],
+) -> None:
+    """A dataset file and a check file's own `cases:` that declare `%YAML 1.2` were read by
+    YAML 1.1's rules: the dataset's `NO` and `0755` were refused as ambiguous, the check
+    file's rows got false and the octal 493. Both are read by YAML 1.2's core schema now; a
+    file that declares nothing still has them refused, and lines are told as written."""
+    row = "{name: a, country: NO, mode: 0755, power: on}"
+    root = project(
+        {
+            "eval_checks/from_file.yaml": YAML12_FAMILY.format(
+                head="", family="from_file", source="cases_from: data/v12.yaml"
+            ),
+            "eval_checks/own.yaml": YAML12_FAMILY.format(
+                head="# exported\n%YAML 1.2\n---\n", family="own", source=f"cases:\n  - {row}"
+            ),
+            "data/v12.yaml": f"%YAML 1.2\n---\n- {row}\n- {row.replace('a,', 'b,')}\n",
+        },
+        config=CONFIG,
+    )
+    ran = eb_process(root, "run", "--cache", "off")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "3 passed" in ran.stdout, ran.stdout
+    # Declaring nothing, the same rows are refused as before, at their lines.
+    (root / "data" / "v12.yaml").write_text(f"- {row}\n")
+    (root / "eval_checks" / "own.yaml").write_text(
+        YAML12_FAMILY.format(head="", family="own", source=f"cases:\n  - {row}")
+    )
+    validated = eb_process(root, "validate", "--json")
+    assert validated.returncode == 2, validated.stdout + validated.stderr
+    told = [
+        (Path(error["file"]).name, error["line"], error["message"].split(": ")[1].split()[0])
+        for error in json.loads(validated.stdout)["errors"]
+    ]
+    assert told == [
+        *[("own.yaml", 6, word) for word in ("'NO'", "'0755'", "'on'")],
+        *[("v12.yaml", 1, word) for word in ("'NO'", "'0755'", "'on'")],
+    ], told
+
+
+def test_a_value_yaml_1_2_does_not_read_as_its_tag_asks_is_told_at_its_line(
+    project: Callable[..., Path],
+) -> None:
+    """Under `%YAML 1.2`, `!!int 1_000` read as 1000 by YAML 1.1's rules; 1.2's core schema
+    writes no underscores in a number, so the tag asks for what the text is not: an error
+    naming the file, the line and the value, in a dataset and in a check file alike."""
+    root = project(
+        {
+            "eval_checks/fam.yaml": YAML12_FAMILY.format(
+                head="", family="fam", source="cases_from: data/rows.yaml"
+            ),
+            "data/rows.yaml": "%YAML 1.2\n---\n- {name: a, country: NO, mode: 0755, power: on}\n"
+            "- name: b\n  country: NO\n  mode: !!int 1_000\n",
+        },
+        config=CONFIG,
+    )
+
+    def told() -> list[tuple[str, int, str]]:
+        validated = eb_process(root, "validate", "--json")
+        assert validated.returncode == 2, validated.stdout + validated.stderr
+        return [
+            (Path(error["file"]).name, error["line"], error["message"])
+            for error in json.loads(validated.stdout)["errors"]
+        ]
+
+    why = (
+        "is no whole number to YAML 1.2, which the file declares (%YAML 1.2), though its tag "
+        "!!int asks for one: YAML 1.2 writes one as decimal digits, 0o octal or 0x "
+        "hexadecimal, without underscores"
+    )
+    assert told() == [("rows.yaml", 6, f"Dataset data/rows.yaml line 6: '1_000' {why}")]
+    (root / "data" / "rows.yaml").write_text("%YAML 1.2\n---\n- {name: a, mode: !!int 0755}\n")
+    own = root / "eval_checks" / "own.yaml"
+    own.write_text(
+        "%YAML 1.2\n---\n"
+        + check_yaml("own").replace(
+            "type: deterministic", "type: deterministic\nrepeats: !!int 1_0"
+        )
+    )
+    assert told() == [("own.yaml", 6, f"Invalid check definition in {own}: line 6: '1_0' {why}")]

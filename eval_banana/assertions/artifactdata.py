@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import sys
 from collections.abc import Iterable
-from typing import Any, ClassVar, cast
+from typing import Any, cast
 
 import yaml
 
@@ -34,7 +33,15 @@ from eval_banana.core.jsonvalues import (
 from eval_banana.core.readback import MAX_DEPTH, json_depth_exceeds
 from eval_banana.core.textfiles import unicode_said
 from eval_banana.core.yamlerrors import describe_syntax_error
-from eval_banana.core.yamlsafe import StrictLoader, may_be_unbounded, yaml_float
+from eval_banana.core.yamlsafe import (
+    NotYaml12Value,
+    StrictLoader,
+    Yaml12Core,
+    construct_yaml12_bool,
+    declares_yaml_12,
+    may_be_unbounded,
+    yaml_float,
+)
 
 _YAML_SUFFIXES = (".yaml", ".yml")
 # The most of a YAML artifact eb parses. PyYAML builds a node and then a value for each
@@ -106,46 +113,12 @@ ArtifactYamlLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_
 ArtifactYamlLoader.add_constructor("tag:yaml.org,2002:float", _float_as_written)
 
 
-class Yaml12ArtifactLoader(ArtifactYamlLoader):
+class Yaml12ArtifactLoader(Yaml12Core, ArtifactYamlLoader):
     """ArtifactYamlLoader for an artifact that declares `%YAML 1.2`, whose plain scalars are
-    read by YAML 1.2's core schema, as it asks: only true and false (in three cases) are
-    booleans, null is `null`, `~` or nothing, a number is decimal (`0755` is 755), `0o` octal,
-    `0x` hexadecimal or a float (`1e3`, `.inf`, `.nan`); the rest is text (`NO`, `on`, `1:30`,
-    `1_000`, `2024-05-01`). Merge keys (`<<`) work as in YAML 1.1, as most 1.2 readers keep
-    them."""
-
-    yaml_implicit_resolvers: ClassVar[dict[Any, list[tuple[str, re.Pattern[str]]]]] = {}
-
-    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
-        """A YAML 1.2 integer: decimal with any leading zeros, `0o` octal or `0x` hexadecimal."""
-        text = str(self.construct_scalar(node))
-        base = {"0o": 8, "0x": 16}.get(text[:2], 10)
-        return int(text[2:] if base != 10 else text, base)
+    read by YAML 1.2's core schema, as it asks (core/yamlsafe.py's Yaml12Core)."""
 
 
-# YAML 1.2's core schema (its spec, 10.3.2), each tag with the first characters its values
-# may start with; an integer is tried before a float, whose pattern also matches one.
-_YAML12_CORE = (
-    ("tag:yaml.org,2002:null", r"null|Null|NULL|~|", "nN~"),
-    ("tag:yaml.org,2002:bool", r"true|True|TRUE|false|False|FALSE", "tTfF"),
-    ("tag:yaml.org,2002:int", r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+", "-+0123456789"),
-    (
-        "tag:yaml.org,2002:float",
-        r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
-        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)",
-        "-+.0123456789",
-    ),
-    ("tag:yaml.org,2002:merge", r"<<", "<"),
-)
-for _tag, _pattern, _first in _YAML12_CORE:
-    _starts: list[str | None] = [*_first, ""] if _pattern.endswith("|") else [*_first]
-    Yaml12ArtifactLoader.add_implicit_resolver(_tag, re.compile(rf"^(?:{_pattern})$"), _starts)
-
-# A `%YAML 1.2` directive heading the artifact: before it only blank lines, comments and
-# other directives (`%TAG`) may stand, and a directive starts at the line's first column.
-_YAML12_DIRECTIVE = re.compile(
-    r"(?:[ \t]*(?:#[^\n]*)?\r?\n|%TAG[^\n]*\n)*%YAML[ \t]+1\.2(?:[ \t]|\r?\n|$)"
-)
+Yaml12ArtifactLoader.add_constructor("tag:yaml.org,2002:bool", construct_yaml12_bool)
 
 
 # Said after the artifact's name of YAML text that holds no data: as an empty file is, it is
@@ -158,8 +131,7 @@ def load_yaml(text: str) -> tuple[Any, bool]:
     read as written; ArtifactUnusable for a stream with no document (only comments) or whose
     document is empty (a `---` alone), which PyYAML reads as null. Read by YAML 1.1's rules,
     or by YAML 1.2's core schema when it declares `%YAML 1.2` (PyYAML would follow 1.1)."""
-    declared_12 = _YAML12_DIRECTIVE.match(text) is not None
-    loader = (Yaml12ArtifactLoader if declared_12 else ArtifactYamlLoader)(text)
+    loader = (Yaml12ArtifactLoader if declares_yaml_12(text) else ArtifactYamlLoader)(text)
     try:
         node = loader.get_single_node()
         if node is None or _empty_document(node):
@@ -307,6 +279,9 @@ def _parse(*, data: bytes, text: str, suffix: str) -> tuple[Any, str]:
         document, misread = load_yaml(text)
     except RecursionError:  # the pure-Python loader builds nested values recursively
         raise ArtifactUnusable(TOO_DEEP) from None
+    except NotYaml12Value as exc:
+        # Valid YAML, but no value YAML 1.2 reads as its tag asks: told at its line.
+        raise ArtifactUnusable(f"is unusable: {describe_syntax_error(exc=exc)[0]}") from None
     except (yaml.YAMLError, ValueError) as exc:
         # PyYAML's own text places the problem in "<unicode string>": ours says line and column.
         what = describe_syntax_error(exc=exc)[0] if isinstance(exc, yaml.YAMLError) else str(exc)

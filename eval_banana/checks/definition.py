@@ -32,11 +32,12 @@ from eval_banana.core.realpaths import real_path
 from eval_banana.core.textfiles import blank_source, unicode_said
 from eval_banana.core.words import visible
 from eval_banana.core.yamlsafe import (
-    CheckFileLoader,
     DuplicateKeyError,
+    NotYaml12Value,
     NumberTooLong,
     OwnKeyWord,
     Unbounded,
+    check_file_loader,
     may_be_unbounded,
     refuse_unbounded,
 )
@@ -52,7 +53,7 @@ def parse_yaml_mapping(*, data: bytes, path: Path | str) -> dict[str, Any]:
         raise _not_utf8(path=path, said=_said_of(data) or str(exc)) from None
     try:
         document, misread = _read_yaml(text)
-    except (NumberTooLong, DuplicateKeyError, OwnKeyWord) as exc:
+    except (NumberTooLong, DuplicateKeyError, OwnKeyWord, NotYaml12Value) as exc:
         raise _refused_value(exc=exc, path=path) from None
     except yaml.YAMLError as exc:
         # UTF-16 or UTF-32 of ASCII letters is valid UTF-8, NUL bytes between the letters,
@@ -90,8 +91,9 @@ def parse_yaml_mapping(*, data: bytes, path: Path | str) -> dict[str, Any]:
 
 def _read_yaml(text: str) -> tuple[Any, bool]:
     """The YAML document `text`, and whether it holds a number too close to zero or too large
-    to read."""
-    loader = CheckFileLoader(text)
+    to read. Read by YAML 1.1's rules, or by YAML 1.2's core schema when it declares
+    `%YAML 1.2`."""
+    loader = check_file_loader(text)
     try:
         return loader.get_single_data(), loader.misread
     finally:
@@ -112,7 +114,7 @@ def _not_utf8(*, path: Path | str, said: str) -> DefinitionError:
 
 
 def _refused_value(
-    *, exc: NumberTooLong | DuplicateKeyError | OwnKeyWord, path: Path | str
+    *, exc: NumberTooLong | DuplicateKeyError | OwnKeyWord | NotYaml12Value, path: Path | str
 ) -> DefinitionError:
     """The error for a value the loader refused, at its line, with the fix."""
     line, column = _mark(exc)
@@ -122,6 +124,9 @@ def _refused_value(
     elif isinstance(exc, OwnKeyWord):
         what = f"line {line}: {exc.problem}" if line is not None else str(exc.problem)
         hint = "quote the value to keep it as text"
+    elif isinstance(exc, NotYaml12Value):
+        what = f"line {line}: {exc.problem}" if line is not None else str(exc.problem)
+        hint = "write the value as YAML 1.2 writes it, or quote it to keep it as text"
     else:
         what = str(exc.problem)
         hint = "Each key may appear once; delete the repeated one."

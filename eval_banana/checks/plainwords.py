@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 from yaml.composer import Composer
 
-from eval_banana.core.yamlsafe import StrictLoader
+from eval_banana.core.yamlsafe import StrictLoader, declares_yaml_12
 from eval_banana.models.stages import PlainWord
 
 # The words YAML 1.1 reads as booleans where YAML 1.2 and JSON read text (`true` and `false`,
@@ -93,6 +93,8 @@ def plain_words(*, data: bytes, definition: dict[str, Any]) -> list[PlainWord] |
     ]
     values = [item["value"] for item, is_told in zip(assertions, told, strict=True) if is_told]
     text = data.decode("utf-8", errors="replace")
+    if declares_yaml_12(text):
+        return []  # read by YAML 1.2's rules, as it asks: nothing is read otherwise
     if not _may_write_otherwise(text=text, kinds=_kinds_held(values=values)):
         return []
     loader = _TagNoticingLoader(text)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import yaml
 
@@ -272,3 +272,129 @@ def _children(item: object) -> list[object]:
     if kind is list:
         return cast(list[object], item)
     return []
+
+
+# YAML 1.2's core schema (its spec, 10.3.2): each tag, the pattern of the plain scalars it
+# reads, and the first characters they may start with ("" for the empty scalar). An integer is
+# tried before a float, whose pattern also matches one. Merge keys (`<<`) are kept, as most
+# YAML 1.2 readers keep them.
+YAML12_INT = re.compile(r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+")
+YAML12_FLOAT = re.compile(
+    r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)"
+)
+YAML12_BOOL = re.compile(r"true|True|TRUE|false|False|FALSE")
+_YAML12_CORE = (
+    ("tag:yaml.org,2002:null", re.compile(r"null|Null|NULL|~|"), "nN~", True),
+    ("tag:yaml.org,2002:bool", YAML12_BOOL, "tTfF", False),
+    ("tag:yaml.org,2002:int", YAML12_INT, "-+0123456789", False),
+    ("tag:yaml.org,2002:float", YAML12_FLOAT, "-+.0123456789", False),
+    (_MERGE_TAG, re.compile(r"<<"), "<", False),
+)
+_ResolverTable = dict[str | None, list[tuple[str, re.Pattern[str]]]]
+
+
+def _yaml12_resolvers() -> _ResolverTable:
+    """The implicit resolvers of YAML 1.2's core schema, as PyYAML's Resolver looks them up
+    (by a plain scalar's first character)."""
+    table: _ResolverTable = {}
+    for tag, pattern, first, may_be_empty in _YAML12_CORE:
+        whole = re.compile(rf"^(?:{pattern.pattern})$")
+        for start in [*first, ""] if may_be_empty else first:
+            table.setdefault(start, []).append((tag, whole))
+    return table
+
+
+# A `%YAML 1.2` directive heading the text: before it only blank lines, comments and other
+# directives (`%TAG`) may stand, and a directive starts at the line's first column.
+_YAML12_DIRECTIVE = re.compile(
+    r"(?:[ \t]*(?:#[^\n]*)?\r?\n|%TAG[^\n]*\n)*%YAML[ \t]+1\.2(?:[ \t]|\r?\n|$)"
+)
+
+
+def declares_yaml_12(text: str) -> bool:
+    """Whether the YAML `text` declares `%YAML 1.2`, and so asks to be read by its rules
+    (PyYAML would read it by YAML 1.1's)."""
+    return text.startswith(("%", "#", "\n", "\r", " ", "\t")) and bool(
+        _YAML12_DIRECTIVE.match(text)
+    )
+
+
+class NotYaml12Value(yaml.constructor.ConstructorError):
+    """A scalar whose explicit tag (`!!int 1_000`) asks for a value its text is not in YAML
+    1.2's core schema, which the file declares: PyYAML would read it by YAML 1.1's rules."""
+
+
+def _not_yaml12(*, node: yaml.ScalarNode, what: str, tag: str, forms: str) -> NotYaml12Value:
+    return NotYaml12Value(
+        None,
+        None,
+        f"{str(node.value)!r} is no {what} to YAML 1.2, which the file declares (%YAML 1.2), "
+        f"though its tag {tag} asks for one: YAML 1.2 writes {forms}",
+        node.start_mark,
+    )
+
+
+class Yaml12Core:
+    """Put before a loader class among the bases of a loader for a file that declares
+    `%YAML 1.2`: its plain scalars are read by YAML 1.2's core schema, as it asks (only true and
+    false in three cases are booleans; null is `null`, `~` or nothing; a number is decimal,
+    `0755` being 755, `0o` octal, `0x` hexadecimal or a float, `.inf` and `.nan` too; the rest is
+    text: `NO`, `on`, `1:30`, `1_000`, `2024-05-01`), and a scalar tagged `!!int`, `!!float` or
+    `!!bool` whose text YAML 1.2 does not read as one is NotYaml12Value. The loader's bool
+    constructor must call `construct_yaml_bool` (construct_yaml12_bool does)."""
+
+    yaml_implicit_resolvers: ClassVar[_ResolverTable] = _yaml12_resolvers()
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        """Decimal with any leading zeros, `0o` octal or `0x` hexadecimal, and nothing else
+        (no `_`, `0b`, `1:30`); a decimal number longer than int() reads is its ValueError."""
+        text = str(node.value)
+        if not YAML12_INT.fullmatch(text):
+            raise _not_yaml12(
+                node=node,
+                what="whole number",
+                tag="!!int",
+                forms="one as decimal digits, 0o octal or 0x hexadecimal, without underscores",
+            )
+        base = {"0o": 8, "0x": 16}.get(text[:2], 10)
+        return int(text[2:] if base != 10 else text, base)
+
+    def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
+        text = str(node.value)
+        if not YAML12_FLOAT.fullmatch(text):
+            raise _not_yaml12(
+                node=node,
+                what="number",
+                tag="!!float",
+                forms="one as decimal digits with an optional dot and exponent (1.5, 1e3), "
+                ".inf or .nan, without underscores",
+            )
+        lowered = text.lower()
+        if lowered.lstrip("+-") in (".inf", ".nan"):
+            return float(lowered.replace(".", ""))
+        return float(text)
+
+    def construct_yaml_bool(self, node: yaml.ScalarNode) -> bool:
+        text = str(node.value)
+        if not YAML12_BOOL.fullmatch(text):
+            raise _not_yaml12(node=node, what="boolean", tag="!!bool", forms="one as true or false")
+        return text.lower() == "true"
+
+
+def construct_yaml12_bool(loader: Yaml12Core, node: yaml.ScalarNode) -> bool:
+    """A loader's bool constructor that reads by its own rules (PyYAML's calls its own)."""
+    return loader.construct_yaml_bool(node)
+
+
+class Yaml12CheckFileLoader(Yaml12Core, CheckFileLoader):
+    """CheckFileLoader for a check file that declares `%YAML 1.2`."""
+
+
+Yaml12CheckFileLoader.add_constructor("tag:yaml.org,2002:bool", construct_yaml12_bool)
+
+
+def check_file_loader(text: str) -> CheckFileLoader:
+    """The loader of the check file `text`: by YAML 1.2's core schema when it declares
+    `%YAML 1.2`, else by YAML 1.1's rules."""
+    return (Yaml12CheckFileLoader if declares_yaml_12(text) else CheckFileLoader)(text)

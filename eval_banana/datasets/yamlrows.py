@@ -30,11 +30,14 @@ from eval_banana.core.yamlsafe import (
     AmbiguousScalar,
     DuplicateKeyError,
     FastSafeLoader,
+    NotYaml12Value,
     NumberTooLong,
     StrictLoader,
     Unbounded,
+    Yaml12Core,
     construct_mapping_once_each,
     construct_whole_number,
+    declares_yaml_12,
     own_key_word,
     refuse_unbounded,
 )
@@ -240,10 +243,33 @@ for _tag in OWN_KEY_TAGS:
     DatasetLoader.add_constructor(_tag, _own_key)
 
 
+class Yaml12DatasetLoader(Yaml12Core, DatasetLoader):
+    """DatasetLoader for a dataset that declares `%YAML 1.2`: read by YAML 1.2's core schema,
+    as it asks (core/yamlsafe.py's Yaml12Core), it holds none of YAML 1.1's ambiguous values
+    (`NO` is text, `0755` the number 755), so none is refused."""
+
+
+def _plain_text(loader: Yaml12DatasetLoader, node: yaml.ScalarNode) -> str:
+    return str(loader.construct_scalar(node))
+
+
+Yaml12DatasetLoader.add_constructor("tag:yaml.org,2002:str", _plain_text)
+Yaml12DatasetLoader.add_constructor("tag:yaml.org,2002:int", construct_whole_number)
+
+
+def dataset_loader(text: str) -> DatasetLoader:
+    """The loader of the YAML dataset `text`: by YAML 1.2's core schema when it declares
+    `%YAML 1.2`, else by YAML 1.1's rules, its ambiguous values kept to be told."""
+    return (Yaml12DatasetLoader if declares_yaml_12(text) else DatasetLoader)(text)
+
+
 def ambiguous_scalars_under(text: str, *, key: str) -> list[AmbiguousScalar]:
     """Every ambiguous scalar in the value of `key` of the YAML mapping `text` (a check file's
     own `cases:`, read as a dataset file is while the rest of the file is read as eval-banana
-    reads it), in the order of the text."""
+    reads it), in the order of the text; none when `text` declares `%YAML 1.2`, whose rules
+    it is read by."""
+    if declares_yaml_12(text):
+        return []
     try:
         root = yaml.compose(text, Loader=FastSafeLoader)  # noqa: S506 - nodes only, nothing built
     except yaml.YAMLError:
@@ -311,7 +337,7 @@ def yaml_rows(*, text: str, file: str, problems: list[DefinitionError]) -> list[
     bounded as a check file is (nesting, aliases). Its ambiguous values go to `problems`, each
     one (the file then gives no rows), and so does each row that repeats a key (the other rows
     still read); any other problem is raised."""
-    loader = DatasetLoader(text)
+    loader = dataset_loader(text)
     try:
         value = loader.get_single_data()
     except NumberTooLong as exc:
@@ -321,6 +347,14 @@ def yaml_rows(*, text: str, file: str, problems: list[DefinitionError]) -> list[
             line=line,
             message=f"Dataset {file} {too_long_number(line=line)}",
             hint="quote it to keep it as text",
+        ) from None
+    except NotYaml12Value as exc:
+        line = exc.problem_mark.line + 1 if exc.problem_mark is not None else None
+        raise dataset_problem(
+            file=file,
+            line=line,
+            message=f"Dataset {file} line {line}: {exc.problem}",
+            hint="write the value as YAML 1.2 writes it, or quote it to keep it as text",
         ) from None
     except yaml.YAMLError as exc:
         documents = _document_count(text)

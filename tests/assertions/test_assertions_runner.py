@@ -741,3 +741,72 @@ def test_a_family_value_filled_from_a_row_is_never_told_as_written_in_the_check_
         'whole equals 668: found the string "01234"',
         'tilde equals {"v": null}: found an object with 1 key, whose v is the string "~", not null',
     ]
+
+
+def _assertions_check(
+    check_id: str, artifact: str, assertions: list[str], *, head: str = ""
+) -> str:
+    listed = "".join(f"  - {assertion}\n" for assertion in assertions)
+    return (
+        f"{head}schema_version: 1\nid: {check_id}\ntype: assertions\ndescription: d\n"
+        f"artifact: {artifact}\nassert:\n{listed}"
+    )
+
+
+def _outcomes(root: Path) -> dict[str, str]:
+    ran = eb_process(root, "run", "--cache", "off")
+    assert ran.returncode in (0, 1), ran.stdout + ran.stderr
+    return {
+        line.split(":")[0][2:]: line.split(": ", 1)[1]
+        for line in ran.stdout.splitlines()
+        if line.startswith("- ")
+    }
+
+
+def test_a_check_file_that_declares_yaml_1_2_is_read_by_its_rules(
+    project: Callable[..., Path],
+) -> None:
+    """A check file declaring `%YAML 1.2` was read by YAML 1.1's rules: `value: 0755` was the
+    octal 493 and `value: NO` false, so an assertion written for the declared meaning failed
+    against an artifact holding it. The file is read as it declares; one that declares
+    nothing is read by YAML 1.1's rules as before."""
+    assertions = ["{path: mode, op: equals, value: 0755}", "{path: country, op: equals, value: NO}"]
+    root = project(
+        {
+            "out/a.json": '{"mode": 755, "country": "NO"}',
+            "eval_checks/declared.yaml": _assertions_check(
+                "declared", "out/a.json", assertions, head="# exported\n%YAML 1.2\n---\n"
+            ),
+            "eval_checks/undeclared.yaml": _assertions_check(
+                "undeclared", "out/a.json", assertions
+            ),
+        },
+        config='[core]\noutput_dir = "runs"\n',
+    )
+    outcomes = _outcomes(root)
+    assert outcomes["declared"] == "passed - all 2 assertions hold"
+    assert outcomes["undeclared"].startswith(
+        "failed - 2 of 2 assertions failed: mode equals 493: found the number 755"
+    ), outcomes
+
+
+def test_a_yaml_1_2_artifact_value_its_tag_asks_otherwise_is_unusable_at_its_line(
+    project: Callable[..., Path],
+) -> None:
+    """Under `%YAML 1.2`, `!!int 1_000` read silently as 1000, though YAML 1.2 writes no
+    number so: the artifact is unusable, told at the value's line."""
+    root = project(
+        {
+            "out/int.yaml": "%YAML 1.2\n---\nn: !!int 1_000\n",
+            "eval_checks/int.yaml": _assertions_check(
+                "int", "out/int.yaml", ["{path: n, op: exists}"]
+            ),
+        },
+        config='[core]\noutput_dir = "runs"\n',
+    )
+    assert _outcomes(root) == {
+        "int": "failed - 1 of 1 assertions failed: n exists: artifact out/int.yaml is unusable: "
+        "line 3, column 4: '1_000' is no whole number to YAML 1.2, which the file declares "
+        "(%YAML 1.2), though its tag !!int asks for one: YAML 1.2 writes one as decimal digits, "
+        "0o octal or 0x hexadecimal, without underscores"
+    }
