@@ -134,21 +134,38 @@ def load_yaml(text: str) -> tuple[Any, bool]:
     loader = (Yaml12ArtifactLoader if declares_yaml_12(text) else ArtifactYamlLoader)(text)
     try:
         node = loader.get_single_node()
-        if node is None or _empty_document(node):
+        if node is None or _empty_document(node=node, text=text):
             raise ArtifactUnusable(NO_YAML_DATA)
         return loader.construct_document(node), loader.misread
     finally:
         loader.dispose()
 
 
-def _empty_document(node: yaml.Node) -> bool:
+def _empty_document(*, node: yaml.Node, text: str) -> bool:
     """Whether `node`, a document's top, is no value written: null read from nothing, where a
-    `~` or a `null` is a null written."""
+    `~`, a `null` or a tag asking for null (`--- !!null`) is a null written."""
     return (
         isinstance(node, yaml.ScalarNode)
         and node.tag == "tag:yaml.org,2002:null"
         and node.value == ""
+        and not _tag_written(node=node, text=text)
     )
+
+
+def _tag_written(*, node: yaml.ScalarNode, text: str) -> bool:
+    """Whether the empty scalar `node` of `text` is written with a tag (`!!null`), which its
+    marks span with any anchor; lines and columns, which both of PyYAML's parsers count in
+    characters, find it."""
+    start, end = node.start_mark, node.end_mark
+    if (start.line, start.column) == (end.line, end.column):
+        return False  # nothing written at all
+    lines = text.splitlines()[start.line : end.line + 1]
+    if not lines:
+        return False
+    lines[-1] = lines[-1][: end.column]  # first: on one line, the start's column then holds
+    lines[0] = lines[0][start.column :]
+    written = " ".join(lines)
+    return any(part.startswith("!") for part in written.split())
 
 
 def _misread(value: object) -> bool:

@@ -810,3 +810,30 @@ def test_a_yaml_1_2_artifact_value_its_tag_asks_otherwise_is_unusable_at_its_lin
         "(%YAML 1.2), though its tag !!int asks for one: YAML 1.2 writes one as decimal digits, "
         "0o octal or 0x hexadecimal, without underscores"
     }
+
+
+def test_a_yaml_artifact_that_is_explicitly_null_is_graded_as_null(
+    project: Callable[..., Path],
+) -> None:
+    """`--- !!null` was called an empty artifact, as a `---` alone is: it writes the value
+    null, and is graded as one."""
+    root = project(
+        {
+            "out/null.yaml": "# nothing found\n--- !!null\n",
+            "out/empty.yaml": "---\n",
+            "eval_checks/null.yaml": _assertions_check(
+                "nulled", "out/null.yaml", ["{path: a, op: exists}"]
+            ),
+            "eval_checks/empty.yaml": _assertions_check(
+                "empty", "out/empty.yaml", ["{path: a, op: exists}"]
+            ),
+        },
+        config='[core]\noutput_dir = "runs"\n',
+    )
+    outcomes = _outcomes(root)
+    assert outcomes == {
+        "nulled": "failed - 1 of 1 assertions failed: a exists: path not found: the top level "
+        "is null, not an object, so it has no key 'a'",
+        "empty": "failed - 1 of 1 assertions failed: a exists: artifact out/empty.yaml is empty: "
+        "it holds no YAML data, only comments or a document marker (---)",
+    }
