@@ -113,6 +113,32 @@ ArtifactYamlLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_
 ArtifactYamlLoader.add_constructor("tag:yaml.org,2002:float", _float_as_written)
 
 
+class NotJsonValue(yaml.constructor.ConstructorError):
+    """A value whose YAML tag builds what JSON has not (`!!set`), at its place."""
+
+
+# The tags whose values JSON has not, each with what it builds and how to write it instead.
+# Graded, such a value met no operator's rules (a set is no array, pairs are no object).
+_NOT_JSON_TAGS = {
+    "set": ("a set", "write a list (- a), or a mapping without the tag"),
+    "omap": ("ordered pairs", "write a mapping without the tag"),
+    "pairs": ("pairs", "write a mapping, or a list of one-key mappings, without the tag"),
+    "binary": ("binary data", "write the text without the tag, as base64 if it must be"),
+}
+
+
+def _refuse_not_json(loader: ArtifactYamlLoader, node: yaml.Node) -> None:
+    tag = node.tag.rsplit(":", 1)[-1]
+    what, fix = _NOT_JSON_TAGS[tag]
+    raise NotJsonValue(
+        None, None, f"{what} (a !!{tag} tag), which JSON has not: {fix}", node.start_mark
+    )
+
+
+for _tag in _NOT_JSON_TAGS:
+    ArtifactYamlLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse_not_json)
+
+
 class Yaml12ArtifactLoader(Yaml12Core, ArtifactYamlLoader):
     """ArtifactYamlLoader for an artifact that declares `%YAML 1.2`, whose plain scalars are
     read by YAML 1.2's core schema, as it asks (core/yamlsafe.py's Yaml12Core)."""
@@ -296,8 +322,8 @@ def _parse(*, data: bytes, text: str, suffix: str) -> tuple[Any, str]:
         document, misread = load_yaml(text)
     except RecursionError:  # the pure-Python loader builds nested values recursively
         raise ArtifactUnusable(TOO_DEEP) from None
-    except NotYaml12Value as exc:
-        # Valid YAML, but no value YAML 1.2 reads as its tag asks: told at its line.
+    except (NotJsonValue, NotYaml12Value) as exc:
+        # Valid YAML, but no value JSON has, or none YAML 1.2 reads: told at its line.
         raise ArtifactUnusable(f"is unusable: {describe_syntax_error(exc=exc)[0]}") from None
     except (yaml.YAMLError, ValueError) as exc:
         # PyYAML's own text places the problem in "<unicode string>": ours says line and column.

@@ -837,3 +837,27 @@ def test_a_yaml_artifact_that_is_explicitly_null_is_graded_as_null(
         "empty": "failed - 1 of 1 assertions failed: a exists: artifact out/empty.yaml is empty: "
         "it holds no YAML data, only comments or a document marker (---)",
     }
+
+
+def test_a_yaml_artifact_value_no_json_value_is_unusable_at_its_line(
+    project: Callable[..., Path],
+) -> None:
+    """`!!set`, `!!omap` and `!!pairs` built a Python set or pairs, which no operator reads
+    as JSON: the artifact is unusable, told at the value's line with its tag."""
+    artifacts = {
+        "set": "tags: !!set {a, b}\n",
+        "omap": "n: 1\nsteps: !!omap [{a: 1}, {b: 2}]\n",
+        "pairs": "n: 1\nm: 2\nsteps: !!pairs [{a: 1}, {a: 2}]\n",
+    }
+    files = {f"out/{name}.yaml": text for name, text in artifacts.items()}
+    for name in artifacts:
+        files[f"eval_checks/{name}.yaml"] = _assertions_check(
+            name, f"out/{name}.yaml", ["{path: n, op: exists}"]
+        )
+    outcomes = _outcomes(project(files, config='[core]\noutput_dir = "runs"\n'))
+    assert outcomes["set"].startswith(
+        "failed - 1 of 1 assertions failed: n exists: artifact out/set.yaml is unusable: line 1, column 7: a set (a !!set tag), "
+        "which JSON has not"
+    ), outcomes
+    assert "unusable: line 2, column 8: ordered pairs (a !!omap tag)" in outcomes["omap"]
+    assert "unusable: line 3, column 8: pairs (a !!pairs tag)" in outcomes["pairs"]
