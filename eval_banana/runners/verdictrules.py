@@ -18,7 +18,10 @@ DETERMINISTIC_RULES = "deterministic-2"
 # 3: a `%YAML 1.2` artifact is read by YAML 1.2's rules (`NO` is text); a YAML artifact with no
 # document (only comments) is empty, so a control on it is an error; a YAML artifact over 8 MiB
 # and a whole number of more than 4,300 digits in any base are unusable.
-ASSERTIONS_RULES = "assertions-3"
+# 4: a YAML artifact `--- !!null` is null, not empty; a `!!set`, `!!omap`, `!!pairs` or
+# `!!binary` value, and under `%YAML 1.2` a tagged value 1.2 does not read so (`!!int 1_000`),
+# make the artifact unusable.
+ASSERTIONS_RULES = "assertions-4"
 # 2: a malformed last verdict (`{"score": false}`, a key twice) ends the search, so an earlier
 # draft no longer passes in its place.
 JUDGE_RULES = "judge-2"
