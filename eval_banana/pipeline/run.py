@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from eval_banana.checks.problemerrors import selected_nothing
 from eval_banana.core import forked
 from eval_banana.core.errors import (
+    ChangeSelectionError,
     DefinitionError,
     EvalBananaError,
     PlanSelectError,
@@ -124,6 +125,11 @@ def _written(
         raise
     except PlanSelectError:
         discard_run_dir(folder=folder)  # --select refused: nothing ran, nothing is left behind
+        raise
+    except ChangeSelectionError:
+        # --changed-since git cannot answer (an unknown revision, no repository): a setup
+        # error told before any check, so like the others it leaves no run folder.
+        discard_run_dir(folder=folder)
         raise
     except ReportOverwriteError:
         discard_run_dir(folder=folder)  # a report over a file it reads: nothing ran

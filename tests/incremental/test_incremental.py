@@ -187,6 +187,31 @@ def test_outside_git_and_unknown_revisions_are_setup_errors(
     assert json.loads(as_json.stdout)["error"]["kind"] == "selection_error"
 
 
+def test_a_changed_since_git_cannot_answer_leaves_no_run_folder(
+    tmp_path: Path, eb: Callable[..., EbResult], project: Callable[..., Path]
+) -> None:
+    """Like every other setup error told before any check: no stages/config.json and
+    stages/discover.json left in a run folder nothing ran in, for an unknown revision in a real
+    repository and for a project outside any."""
+    plain = project({"eval_checks/a.yaml": script_check("a", script="pass\n")})
+    result = eb("run", "--cwd", str(plain), "--changed-since", "main")
+    assert result.exit_code == 2 and "--changed-since needs a git repository" in result.stderr
+    assert not (plain / ".eval-banana" / "results").exists()
+    root = repo(tmp_path)
+    result = eb("run", "--cwd", str(root), "--changed-since", "nosuch")
+    assert result.exit_code == 2
+    assert "--changed-since nosuch: 'nosuch' names no commit" in result.stderr
+    assert "hint: fetch nosuch first" in result.stderr
+    assert not (root / ".eval-banana" / "results").exists()
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    result = eb(
+        "run", "--cwd", str(root), "--changed-since", "nosuch", "--output-dir", str(flat),
+        "--flat-output",
+    )  # fmt: skip
+    assert result.exit_code == 2 and list(flat.iterdir()) == []
+
+
 def test_changed_since_without_git_on_path_says_git_cannot_start(tmp_path: Path) -> None:
     root = repo(tmp_path)
     no_git = tmp_path / "bin"
