@@ -24,7 +24,7 @@ from eval_banana.models.stages import ConfigDoc
 from eval_banana.projectstate.git import GitNotStarted, GitRefused, NotARepository
 from eval_banana.projectstate.links import links_met
 from eval_banana.projectstate.patterns import InputPatterns, outermost
-from eval_banana.projectstate.prefixes import relative_files, relative_inside
+from eval_banana.projectstate.prefixes import holding, relative_files, relative_inside
 from eval_banana.projectstate.revision import (
     Changes,
     Comparison,
@@ -376,7 +376,9 @@ def changed_checks(
             continue
         read = reads[case.files]
         if case.family not in moved:
-            moved[case.family] = _files_moved(case=case, read=read, found=found)
+            moved[case.family] = _files_moved(
+                case=case, read=read, found=found
+            ) or _rows_in_submodules(case=case, read=read, submodules=submodules)
         if moved[case.family]:
             affected[position] = True
             continue
@@ -452,6 +454,19 @@ def _files_moved(*, case: CaseRows, read: _DatasetReads, found: Changes) -> bool
         return True  # git cannot say what the path was: it may have led to rows
 
 
+def _rows_in_submodules(*, case: CaseRows, read: _DatasetReads, submodules: Sequence[str]) -> bool:
+    """Whether a submodule whose recorded commit changed (`submodules`) may hold rows of the
+    family: one holding a dataset file it reads, the file or folder its `cases_from` names, or
+    one its glob looks into. git lists no file inside a submodule, so neither its rows then nor
+    a dataset file added or removed there can be told: every case counts as changed."""
+    if not submodules:
+        return False
+    inside = [*read.paths, *([f"{case.scope}/"] if case.scope else [])]
+    if holding(submodules, inside):
+        return True
+    return any(case.looks_into(path) for path in submodules)
+
+
 def _named_by_glob(*, path: str, links: Sequence[FollowedLink]) -> list[str]:
     """The root-relative `path` git names, and the paths a glob looking through `links` names
     it by (`shared/x.jsonl` behind `data/shared -> ../shared`: `data/shared/x.jsonl`)."""
@@ -497,6 +512,10 @@ def _affected(
     if check.patterns is None or check.outside:
         return True  # nothing says what it reads, or git cannot see all of it
     if not paths.isdisjoint(check.own):
+        return True
+    if submodules and holding(submodules, check.own):
+        # Its check file or script lies in a submodule recorded at another commit: git lists
+        # no file there, and the commit stands for each, as for a pattern naming one.
         return True
     if not ignored_set.isdisjoint(check.own):
         return True  # a file of its own git ignores (a generated artifact): git cannot tell

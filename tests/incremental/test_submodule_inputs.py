@@ -79,6 +79,7 @@ def test_a_pattern_leaving_the_submodule_out_is_not_rerun_by_it(tmp_path: Path) 
     root = _project(tmp_path, inputs=["vendor/**", "!vendor/lib/**", "README"])
     assert eb_process(root, "run").returncode == 0
     _break_the_library(root)
+    # `other` reads nothing in the submodule: it is left out.
     listed = eb_process(root, "list", "--changed-since", "HEAD~1")
     assert listed.returncode == 0 and "lib_value" not in listed.stdout, listed.stdout
     again = eb_process(root, "run")
@@ -104,3 +105,76 @@ def test_a_state_and_a_comparison_narrowed_to_a_file_in_a_submodule_hold_the_sub
     git(root / "vendor/lib", "checkout", "-q", "HEAD~1")
     changes = changes_since(root=str(root), revision="HEAD", prefixes=["vendor/lib/lib.py"])
     assert changes.diff.changed == ("vendor/lib",)
+
+
+def _project_reading_the_submodule_by_its_files(tmp_path: Path, *, cases_from: str) -> Path:
+    """A project whose `vendor/lib` is a submodule holding a check's `script_path:` script and
+    a family's dataset (`cases_from`), both with `inputs:` elsewhere, beside a check `other`."""
+    lib = init_repo(
+        tmp_path / "lib",
+        {"check.py": "pass\n", "data/cases.jsonl": '{"id": "a", "v": 1}\n'},
+    )
+    family = (
+        "schema_version: 1\nid: fam\ntype: deterministic\ndescription: Rows.\n"
+        f'cases_from: "{cases_from}"\n'
+        'inputs: ["README"]\n'
+        "script: |\n"
+        "  import json, sys\n"
+        "  from pathlib import Path\n"
+        '  assert json.loads(Path(sys.argv[1]).read_text())["case"]["v"] == 1\n'
+    )
+    root = init_repo(
+        tmp_path / "proj",
+        {
+            ".gitignore": ".eval-banana/results/\n",
+            ".eval-banana/config.toml": '[cache]\nmode = "on"\n',
+            "eval_checks/scripted.yaml": script_check(
+                "scripted", script_path="../vendor/lib/check.py", inputs=["README"]
+            ),
+            "eval_checks/fam.yaml": family,
+            "eval_checks/other.yaml": script_check("other", script="pass\n", inputs=["README"]),
+            "README": "hi\n",
+        },
+    )
+    git(root, "-c", "protocol.file.allow=always", "submodule", "-q", "add", str(lib), "vendor/lib")
+    commit_all(root, "add the submodule")
+    return root
+
+
+@pytest.mark.parametrize(
+    "cases_from", ["vendor/lib/data/cases.jsonl", "vendor/**/*.jsonl", "**/cases.jsonl"]
+)
+def test_a_script_or_dataset_inside_a_submodule_counts_by_its_recorded_commit(
+    tmp_path: Path, cases_from: str
+) -> None:
+    """A check's `script_path:` and a family's `cases_from:` file in a submodule: a new commit
+    recorded for it selects both for --changed-since, as a pattern naming a file there does,
+    and the verdict cache runs both again; a check reading nothing there is left out."""
+    root = _project_reading_the_submodule_by_its_files(tmp_path, cases_from=cases_from)
+    first = eb_process(root, "run")
+    assert first.returncode == 0, first.stdout + first.stderr
+    lib = root / "vendor/lib"
+    (lib / "check.py").write_text("raise SystemExit(1)\n")
+    (lib / "data/cases.jsonl").write_text('{"id": "a", "v": 2}\n')
+    git(lib, "commit", "-q", "-am", "break")
+    commit_all(root, "bump the library")
+    # `other` reads nothing in the submodule: it is left out.
+    listed = eb_process(root, "list", "--changed-since", "HEAD~1")
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    assert [line.split("\t")[0] for line in listed.stdout.splitlines() if "\t" in line] == [
+        "fam",
+        "scripted",
+    ]
+    changed = eb_process(root, "run", "--changed-since", "HEAD~1", "--cache", "off")
+    assert changed.returncode == 1, changed.stdout + changed.stderr
+    assert _verdicts(changed.stdout) == [
+        "- fam[a]: failed - AssertionError",
+        "- scripted: failed - exit code 1",
+    ]
+    again = eb_process(root, "run")
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert _verdicts(again.stdout) == [
+        "- fam[a]: failed - AssertionError",
+        "- other: passed (cached)",
+        "- scripted: failed - exit code 1",
+    ]
