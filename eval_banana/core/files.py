@@ -105,6 +105,30 @@ def write_bytes_if_none(*, path: Path, data: bytes) -> bool:
     return True
 
 
+def copy_file_atomic(*, source: str, target: str, temp_folder: str | None = None) -> None:
+    """`source` copied to `target` through a temporary file renamed into place, never half a
+    copy under `target`'s name; an OSError as it comes (the caller words it).
+
+    The temporary file is named as every atomic write names it (`_create_temp_sibling`), so
+    one a copier killed before its rename left is found and removed (core/lefttemps.py).
+    `temp_folder`: where it goes instead of beside `target` (on the same file system), for a
+    target in a folder that is not eb's own to clean."""
+    place = Path(target) if temp_folder is None else Path(temp_folder) / os.path.basename(target)
+    fd, tmp_name = _create_temp_sibling(path=place, folder_mode=0o777)
+    try:
+        try:
+            with open(source, "rb", buffering=0) as readable:
+                while block := readable.read(_BLOCK):
+                    _write_all(fd=fd, data=block)
+        finally:
+            os.close(fd)
+        os.replace(tmp_name, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_name)
+        raise
+
+
 def write_named_file(*, path: Path, data: bytes) -> None:
     """Write a report to the path a user named (`--junit-xml`, `--result-out`): a regular file,
     or none yet, is replaced atomically (`write_bytes_atomic`); a character device or a FIFO

@@ -15,6 +15,7 @@ import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from eval_banana.checks.planned import SNAPSHOTS_DIR
 from eval_banana.core.errors import RunAborted, RunInUseError
 from eval_banana.core.lefttemps import remove_left_temp_files
 from eval_banana.core.realpaths import real_path
@@ -59,8 +60,11 @@ def writing_run(*, run_dir: Path) -> Iterator[None]:
                 f"The run folder {run_dir} was deleted meanwhile", file=str(run_dir)
             )
         # What an eb killed while it wrote here left (`.report.json.<pid>.<n>.tmp`): no other
-        # eb process writes the folder now. checks/<stem>/ folders are the checks' own.
-        remove_left_temp_files(folders=(run_dir, run_dir / "stages", run_dir / "checks"))
+        # eb process writes the folder now. checks/<stem>/ folders are the checks' own (a
+        # merge's copies into them go through checks/).
+        remove_left_temp_files(
+            folders=(run_dir, run_dir / "stages", run_dir / SNAPSHOTS_DIR, run_dir / "checks")
+        )
         yield
 
 

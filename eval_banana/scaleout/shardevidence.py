@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 from eval_banana.core.errors import MergeError, OutputDirError
+from eval_banana.core.files import copy_file_atomic
 from eval_banana.scaleout.shardrun import ShardRun
 
 
@@ -128,23 +128,29 @@ def bring_folders(*, evidence: Sequence[ShardEvidence], run_dir: Path) -> None:
     checks_dir = run_dir / "checks"
     for listed in evidence:
         for name in listed.folders:
-            _link_tree(source=f"{listed.folder}/{name}", target=f"{checks_dir}/{name}")
+            _link_tree(
+                source=f"{listed.folder}/{name}",
+                target=f"{checks_dir}/{name}",
+                temp_folder=str(checks_dir),
+            )
 
 
-def _link_tree(*, source: str, target: str) -> None:
+def _link_tree(*, source: str, target: str, temp_folder: str) -> None:
     """A shard's folder below checks/, as it is: folders made, files linked, links kept.
+    A file copied goes through a temporary file in `temp_folder` (checks/): a check's own
+    folder is never cleaned of what a killed merge left, checks/ is.
 
     An empty folder (a deterministic check that left nothing in its output folder: most of
     them) holds no evidence and is not made: one folder per check would cost a merge of
     10,000 checks seconds, and a cached run does not make them either.
     """
     try:
-        _link_entries(source=source, target=target)
+        _link_entries(source=source, target=target, temp_folder=temp_folder)
     except OSError as exc:
         raise OutputDirError(f"Cannot bring {source} into {target}: {exc}") from None
 
 
-def _link_entries(*, source: str, target: str) -> None:
+def _link_entries(*, source: str, target: str, temp_folder: str) -> None:
     with os.scandir(source) as listing:
         entries = list(listing)
     if not entries:
@@ -156,9 +162,9 @@ def _link_entries(*, source: str, target: str) -> None:
         if entry.is_symlink():
             _symlink_again(source=entry.path, target=inside)
         elif entry.is_dir():
-            _link_entries(source=entry.path, target=inside)
+            _link_entries(source=entry.path, target=inside, temp_folder=temp_folder)
         else:
-            _link_or_copy(source=entry.path, target=inside)
+            _link_or_copy(source=entry.path, target=inside, temp_folder=temp_folder)
 
 
 def _symlink_again(*, source: str, target: str) -> None:
@@ -171,8 +177,9 @@ def _symlink_again(*, source: str, target: str) -> None:
             raise
 
 
-def _link_or_copy(*, source: str, target: str) -> None:
+def _link_or_copy(*, source: str, target: str, temp_folder: str | None = None) -> None:
     """A hard link (no bytes copied), else a copy: another file system, or no link support.
+    `temp_folder`: where a copy's temporary file goes, when not beside `target`.
 
     A link already there to the same file was made by an earlier attempt: a forked child
     ended by a signal part-way, whose work is then done again here.
@@ -184,7 +191,10 @@ def _link_or_copy(*, source: str, target: str) -> None:
             raise OutputDirError(f"Cannot link {source} to {target}: it exists") from None
     except OSError:
         try:
-            _copy_whole(source=source, target=target)
+            # Through a temporary file renamed into place: a merge stopped part-way (a Ctrl-C,
+            # or its child ended by one) never leaves half a copy under the evidence's name,
+            # and one killed leaves a file the next writer of the folder removes.
+            copy_file_atomic(source=source, target=target, temp_folder=temp_folder)
         except OSError as exc:
             raise OutputDirError(f"Cannot copy {source} to {target}: {exc}") from None
 
@@ -196,20 +206,6 @@ def _same_bytes(one: str, other: str) -> bool:
             return first.read() == second.read()
     except OSError:
         return False
-
-
-def _copy_whole(*, source: str, target: str) -> None:
-    """`source` copied to `target` through a temporary sibling renamed into place: a merge
-    stopped part-way (a Ctrl-C, or its child ended by one) never leaves half a copy under the
-    evidence's own name."""
-    folder, name = os.path.split(target)
-    temp = f"{folder}/.{name}.{os.getpid()}.tmp"  # named as core.files.is_temp_file knows
-    try:
-        shutil.copyfile(source, temp)
-        os.replace(temp, target)
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
 
 
 def bring_evidence(

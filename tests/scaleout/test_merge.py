@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from eval_banana.core.files import TEMP_SIBLING_NAME
 from tests.conftest import STANDIN_AGENTS, EbResult, check_yaml, judge_yaml
 from tests.forking import default_sigint, eb_script, events_of, run_script
 
@@ -795,6 +796,66 @@ def test_a_merge_interrupted_while_it_brought_the_output_folders_is_recorded_as_
     assert _evidence(complete) == _evidence(scale_out["merged"])
 
 
+# eb merge on a file system without hard links (every evidence file copied), that stops for good
+# (until it is killed) as it is about to rename its copy of a check's output file into place.
+_COPIES_AND_STOPS_BEFORE_RENAMING = """\
+import errno, time
+def link(*args, **kwargs):
+    raise OSError(errno.EXDEV, "Invalid cross-device link")
+os.link = link
+real_replace = os.replace
+def replace(source, target, *args, **kwargs):
+    if os.path.basename(target) == "counted.txt":
+        note("renaming " + str(source))
+        time.sleep(120)
+    return real_replace(source, target, *args, **kwargs)
+os.replace = replace
+"""
+
+
+def test_the_copies_a_killed_merge_left_are_removed_by_the_next_eb_update(
+    scale_out: dict[str, Path], tmp_path: Path
+) -> None:
+    """A merge copying the shards' evidence, killed (`kill -9`) before it renamed a copy into
+    place, left `.<name>.<pid>.tmp` files, a form the cleanup of a killed writer's temporary
+    files never knew, beside the copy (in a check's own folder, never cleaned): `eb update`
+    left them there. The copies' temporary files are named as every atomic write's now, and
+    those for a check's own folder go in checks/, which `eb update` cleans."""
+    output = tmp_path / "merged"
+    events = tmp_path / "events"
+    killed = subprocess.Popen(
+        [sys.executable, "-c", eb_script(setup=_COPIES_AND_STOPS_BEFORE_RENAMING)]
+        + ["merge", *_shard_folders(scale_out), "--cwd", str(scale_out["main"])]
+        + ["--output-dir", str(output)],
+        env={**_environ(), "EB_EVENTS": str(events)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not events_of(events) and time.monotonic() < deadline:
+            assert killed.poll() is None, "eb merge ended before it renamed its copy"
+            time.sleep(0.01)
+    finally:
+        killed.kill()
+        killed.wait(timeout=60)
+    assert "fork" not in events_of(events)  # the copies were made by the merge itself
+    (run_dir,) = output.iterdir()
+    (left,) = (p for p in run_dir.rglob("*.tmp") if p.is_file())
+    assert left.parent == run_dir / "checks", left
+    assert left.name.startswith(f".counted.txt.{killed.pid}."), left.name
+    assert TEMP_SIBLING_NAME.fullmatch(left.name), left.name
+    # A frozen script's copy a killed merge (or run) left in stages/snapshots/ goes too.
+    snapshot = next((run_dir / "stages" / "snapshots").iterdir())
+    also_left = snapshot.parent / f".{snapshot.name}.{killed.pid}.0.tmp"
+    also_left.write_text("print(")
+    updated = _eb("update", "--run-dir", str(run_dir))
+    assert "Traceback" not in updated.stderr, updated.stderr
+    assert not left.exists() and not also_left.exists()
+    assert [p for p in run_dir.rglob("*.tmp")] == []
+
+
 def _group_gone(*, pgid: int, within_s: float) -> bool:
     deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:
@@ -817,13 +878,15 @@ def test_a_shard_output_folder_comes_whole_and_an_empty_one_not_at_all(tmp_path:
     (source / "nothing").mkdir()
     target = tmp_path / "merged" / "checks"
     target.mkdir(parents=True)
-    _link_tree(source=str(source), target=str(target / "stem"))
+    _link_tree(source=str(source), target=str(target / "stem"), temp_folder=str(target))
     assert os.path.samefile(target / "stem/deep/er/log.txt", source / "deep/er/log.txt")
     assert os.path.samefile(target / "stem/shot.png", source / "shot.png")
     assert os.readlink(target / "stem/latest") == "deep/er/log.txt"  # a link stays a link
     assert not (target / "stem/nothing").exists()
     (tmp_path / "empty").mkdir()
-    _link_tree(source=str(tmp_path / "empty"), target=str(target / "empty"))
+    _link_tree(
+        source=str(tmp_path / "empty"), target=str(target / "empty"), temp_folder=str(target)
+    )
     assert not (target / "empty").exists()
 
 
