@@ -11,6 +11,7 @@ from eval_banana.diffing.summary import RATE_DIGITS, CheckOutcome, RunSummary
 from eval_banana.models.diff import DiffEntry, FamilyChange, RunDiff
 
 DIFF_JSON = "diff.json"
+_VERDICTS = ("passed", "failed")
 
 
 def _family_changes(*, base: RunSummary, head: RunSummary) -> list[FamilyChange]:
@@ -78,13 +79,26 @@ def _could_not_judge(check: CheckOutcome) -> bool:
     return check.error_class == "infrastructure" and check.settled is None and not check.unfinished
 
 
+def _failed_for_flakiness(*, check: CheckOutcome, run: RunSummary) -> bool:
+    """Whether the run failed for a check because its samples disagreed: it was flaky there
+    and the run ran with fail_on_flaky, whatever its rule decided."""
+    return check.flaky and run.run.fail_on_flaky
+
+
 def _base_failed_it(*, check: CheckOutcome, base: RunSummary) -> bool:
     """Whether the base run failed for a check: it did not pass there, or it was flaky there and
     base ran with fail_on_flaky. A check base stopped before its verdict was never judged, so
     base did not fail for it (not passing now is a new failure)."""
-    if check.flaky and base.run.fail_on_flaky:
+    if _failed_for_flakiness(check=check, run=base):
         return True
     return check.judged != "passed" and not _cut_short(check)
+
+
+def _steadied(*, before: CheckOutcome | None, now: CheckOutcome) -> bool:
+    """Whether a check flaky in base has a verdict in head its samples agree on (or head no
+    longer samples it). A head that never judged it (stopped, an infrastructure error, no
+    valid verdict) says nothing of its steadiness."""
+    return before is not None and before.flaky and not now.flaky and now.judged in _VERDICTS
 
 
 def compare(*, base: RunSummary, head: RunSummary) -> RunDiff:
@@ -93,6 +107,7 @@ def compare(*, base: RunSummary, head: RunSummary) -> RunDiff:
     fixes: list[DiffEntry] = []
     could_not_judge: list[DiffEntry] = []
     became_flaky: list[DiffEntry] = []
+    no_longer_flaky: list[DiffEntry] = []
     still_failing: list[DiffEntry] = []
     new_checks: list[DiffEntry] = []
     unskipped: list[DiffEntry] = []
@@ -116,7 +131,9 @@ def compare(*, base: RunSummary, head: RunSummary) -> RunDiff:
                 new_checks.append(entry)
         if now.flaky and not (before is not None and before.flaky):
             became_flaky.append(entry)
-        if now.flaky and head.run.fail_on_flaky:
+        if _steadied(before=before, now=now):
+            no_longer_flaky.append(entry)
+        if _failed_for_flakiness(check=now, run=head):
             # The head run failed for it (--fail-on-flaky), whatever its rule decided: never a
             # fix or could not judge, and a regression unless base failed for it too.
             if before is not None and entry.definition_changed:
@@ -172,6 +189,7 @@ def compare(*, base: RunSummary, head: RunSummary) -> RunDiff:
         fixes=fixes,
         could_not_judge=could_not_judge,
         became_flaky=became_flaky,
+        no_longer_flaky=no_longer_flaky,
         still_failing=still_failing,
         new_checks=new_checks,
         removed_checks=removed,

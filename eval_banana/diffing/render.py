@@ -32,6 +32,7 @@ CATEGORIES: tuple[tuple[str, str], ...] = (
     ("fixes", "Fixes"),
     ("could_not_judge", "Could not judge (infrastructure errors, not regressions)"),
     ("became_flaky", "Became flaky (its samples disagree in head)"),
+    ("no_longer_flaky", "No longer flaky (its samples agree in head)"),
     ("still_failing", "Still failing"),
     ("new_checks", "New checks"),
     ("removed_checks", "Removed checks"),

@@ -169,6 +169,13 @@ class RunDiff(Record):
         "its verdict counted the flakiness: each is then a regression too, or still failing "
         "when it did not pass in base (never a fix or could not judge).",
     )
+    no_longer_flaky: list[DiffEntry] = Field(
+        default_factory=list,
+        description="Flaky in base (base_flaky: its samples disagreed) and not in head, where "
+        "its samples agree on a verdict (passed or failed) or it is no longer sampled. A check "
+        "head never judged (stopped, an infrastructure error, no valid verdict) is not one. "
+        "Never a regression by itself; its verdict puts it in the other categories as usual.",
+    )
     fixes: list[DiffEntry] = Field(description="Did not pass in base, passes in head.")
     still_failing: list[DiffEntry] = Field(description="Does not pass in either run.")
     new_checks: list[DiffEntry] = Field(

@@ -1167,6 +1167,44 @@ def test_a_flaky_check_fails_a_fail_on_flaky_head_and_is_a_regression_unless_bas
     assert shown.returncode == 0
 
 
+def test_a_check_flaky_in_base_and_steady_in_head_is_listed_as_no_longer_flaky(
+    project: Callable[..., Path], tmp_path: Path
+) -> None:
+    """Base: 2 of 3 samples pass (flaky). Head: 3 of 3 pass, or 0 of 3. Both steadied: listed
+    under "No longer flaky" in every format (it had no category), never a regression by itself;
+    the one that fails now is a regression as well. A check flaky in both runs is not listed."""
+    names = ("steadies", "steadies_red", "still_flaky", "steady")
+    root = _sampled_project(project, rules=dict.fromkeys(names, "majority"))
+    base, head = tmp_path / "base", tmp_path / "head"
+    base_steps = {"steadies": "110", "steadies_red": "110", "still_flaky": "110", "steady": "1"}
+    assert _sampled_run(root, steps=base_steps, run_dir=base) == 0
+    head_steps = {"steadies": "1", "steadies_red": "0", "still_flaky": "110", "steady": "1"}
+    assert _sampled_run(root, steps=head_steps, run_dir=head) == 1
+    shown = eb_process(root, "diff", str(base), str(head), "--json")
+    diff = json.loads(shown.stdout)
+    assert _ids(diff["no_longer_flaky"]) == ["steadies", "steadies_red"]
+    entry = diff["no_longer_flaky"][0]
+    assert (entry["base"], entry["head"], entry["base_flaky"], entry["head_flaky"]) == (
+        "passed",
+        "passed",
+        True,
+        False,
+    )
+    assert _ids(diff["regressions"]) == ["steadies_red"]
+    assert diff["became_flaky"] == [] and diff["unchanged_passing"] == 3
+    assert shown.returncode == 1
+    jsonschema.validate(diff, json.loads(eb_process(root, "schema", "diff").stdout))
+    text = eb_process(root, "diff", str(base), str(head)).stdout
+    assert (
+        "No longer flaky (its samples agree in head) (2):\n"
+        "  - steadies: passed (flaky) -> passed - 3 of 3 samples passed" in text
+    )
+    assert "  - steadies_red: passed (flaky) -> failed (under Regressions above)" in text
+    markdown = eb_process(root, "diff", str(base), str(head), "--format", "md").stdout
+    assert "<summary>No longer flaky (its samples agree in head) (2)</summary>" in markdown
+    assert "| `steadies` | passed (flaky) -> passed |" in markdown
+
+
 def _old_report(run_id: str, statuses: dict[str, str], **totals: Any) -> dict[str, Any]:
     """A report.json as eval-banana 0.5.0 wrote it: its keys only, no stage files beside it."""
     checks = [
