@@ -10,6 +10,8 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from tests.forking import default_sigint
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -61,6 +63,7 @@ def eb_interrupted(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_sigint,
     )
     deadline = time.monotonic() + 30
     while not started.exists():

@@ -24,7 +24,13 @@ MD_ROWS_PER_CATEGORY = 50
 MD_NOTE_CHARS = 300
 TEXT_NOT_SELECTED_ROWS = 20
 
-_LABELS = {"passed": "passed", "failed": "failed", "error": "error", "not_run": "not run"}
+_LABELS = {
+    "passed": "passed",
+    "failed": "failed",
+    "error": "error",
+    "not_run": "not run",
+    "stopped": "stopped",
+}
 
 # (attribute of RunDiff, heading); the order both text and Markdown list them in.
 CATEGORIES: tuple[tuple[str, str], ...] = (

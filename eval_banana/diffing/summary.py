@@ -31,6 +31,7 @@ from eval_banana.stagefiles.read import read_stage
 # Where a reason's first line ends: CR, LF or CR LF, none of the other breaks Python knows.
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _STATUSES = frozenset({"passed", "failed", "error"})
+_VERDICTS = frozenset({"passed", "failed"})  # any other outcome errored or never finished
 _KIND_NAMES = {str: "string", int: "whole number", list: "list"}
 RATE_DIGITS = 6  # ratios in diff.json: enough to tell one check in a million apart
 _ABORT_REASONS: tuple[AbortReason, ...] = get_args(AbortReason)
@@ -126,7 +127,9 @@ def _outcome(*, check: dict[str, Any], path: Path, where: str, root: str) -> Che
     not_run = isinstance(details, dict) and details.get(NOT_RUN) is True
     stopped = status == "error" and isinstance(details, dict) and details.get(STOPPED) is True
     digest = _field(document=check, key="check_definition_sha256", kind=str, path=path, where=where)
-    outcome: Outcome = "not_run" if not_run else status
+    # A check the run stopped part-way is an error in the report, but no defect of its own:
+    # told as `stopped`, as one it never started is `not run`.
+    outcome: Outcome = "not_run" if not_run else "stopped" if stopped else status
     found = details.get("error_class") if isinstance(details, dict) else None
     # Only an error carries a class; a report from before error classes has none.
     error_class = found if status == "error" and found in ERROR_CLASSES else None
@@ -252,7 +255,7 @@ def _refuse_contradiction(
     an error, an abort or an unmet threshold."""
     problem = None
     passed = sum(1 for outcome in outcomes.values() if outcome.outcome == "passed")
-    errored = [key for key, found in outcomes.items() if found.outcome in ("error", "not_run")]
+    errored = [key for key, found in outcomes.items() if found.outcome not in _VERDICTS]
     if total != len(outcomes):
         problem = "$.total_points", f"is {total}, but the report lists {len(outcomes)} checks"
     elif earned != passed:

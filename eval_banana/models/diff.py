@@ -12,8 +12,9 @@ from eval_banana.models.result import ErrorClass
 from eval_banana.models.stages import AbortReason
 
 # A check's outcome as the diff names it: a check the run never started is `not_run` here
-# (report.json records it as `error` with details.not_run).
-Outcome = Literal["passed", "failed", "error", "not_run"]
+# (report.json records it as `error` with details.not_run), one the stopping run ended
+# part-way is `stopped` (an `error` with details.stopped: `Stopped: interrupted`).
+Outcome = Literal["passed", "failed", "error", "not_run", "stopped"]
 
 
 class DiffRun(Record):
@@ -68,8 +69,15 @@ class DiffEntry(Record):
     model_config = {"extra": "forbid"}
 
     check_id: str
-    base: Outcome | None = Field(description="Its outcome in the base run; null: not there.")
-    head: Outcome | None = Field(description="Its outcome in the head run; null: not there.")
+    base: Outcome | None = Field(
+        description="Its outcome in the base run; null: not there. `not_run`: the run never "
+        "started it; `stopped`: the run (interrupted or aborted) ended it part-way, which "
+        "report.json records as an error with details.stopped."
+    )
+    head: Outcome | None = Field(
+        description="Its outcome in the head run; null: not there. `not_run` and `stopped` as "
+        "for base."
+    )
     definition_changed: bool = Field(
         default=False, description="Both runs have it, with different check_definition_sha256."
     )
@@ -147,7 +155,8 @@ class RunDiff(Record):
     base: DiffRun
     head: DiffRun
     regressions: list[DiffEntry] = Field(
-        description="Passed in base and not in head (failed, error or not run), and new (or "
+        description="Passed in base and not in head (failed, error, not run or stopped), and "
+        "new (or "
         "no longer skipped) checks that do not pass: what got worse (an infrastructure "
         "error is in could_not_judge instead, unless the run stopped before the check had a "
         "verdict: never started or ended part-way by an abort). A check base stopped before "

@@ -376,7 +376,7 @@ def test_a_not_run_check_is_a_regression(
     assert stopped.exit_code == 3
     diff = _json_diff(eb, tmp_path / "base", tmp_path / "head")
     assert [(e["check_id"], e["head"]) for e in diff["regressions"]] == [
-        ("a_slow", "error"),
+        ("a_slow", "stopped"),  # the run timeout ended it part-way
         ("b_quick", "not_run"),
     ]
     assert diff["_exit"] == 1
@@ -663,6 +663,46 @@ def test_a_judge_an_interrupted_run_never_judged_is_a_regression_and_the_abort_i
     told = eb_process(root, "diff").stdout
     assert "The base run was aborted (interrupt: interrupted)" in told
     assert told.endswith("Diff: 4 regressions; base run aborted (interrupt)\n")
+
+
+def test_a_check_ctrl_c_stopped_part_way_reads_as_stopped_not_as_an_error(
+    project: Callable[..., Path], tmp_path: Path
+) -> None:
+    """Ctrl-C (SIGINT) while a check runs: report.json records it as an error `Stopped:
+    interrupted` (details.stopped). The diff showed `passed -> error`, sending the reader to
+    look for a defect in the check; it reads `passed -> stopped` in every format (`stopped` in
+    the JSON), still a regression."""
+    here = tmp_path / "drive"
+    here.mkdir()
+    slow = (
+        "import pathlib, time\n"
+        f"here = pathlib.Path({str(here)!r})\n"
+        "if (here / 'mode.txt').read_text().strip() == 'slow':\n"
+        "    (here / 'started').write_text('')\n"
+        "    time.sleep(60)\n"
+    )
+    files = {"eval_checks/a_slow.yaml": check_yaml("a_slow", script=slow)}
+    config = '[core]\noutput_dir = "runs"\nmax_parallel_checks = 1\n\n[cache]\nmode = "off"\n'
+    root = project(files, config=config)
+    (here / "mode.txt").write_text("pass")
+    assert eb_process(root, "run").returncode == 0
+    (here / "mode.txt").write_text("slow")
+    stopped = eb_interrupted(root, "run", started=here / "started")  # SIGINT
+    assert stopped.returncode == 3, stopped.stdout + stopped.stderr
+    base, head = sorted((root / "runs").iterdir())
+    report = json.loads((head / "report.json").read_text())
+    told = {c["check_id"]: (c["status"], c["error_detail"]) for c in report["checks"]}
+    assert told["a_slow"] == ("error", "Stopped: interrupted")
+    shown = eb_process(root, "diff", "--json")
+    diff = json.loads(shown.stdout)
+    regressions = {e["check_id"]: (e["base"], e["head"]) for e in diff["regressions"]}
+    assert regressions == {"a_slow": ("passed", "stopped")}
+    assert diff["head"]["unfinished_checks"] == 1 and shown.returncode == 1
+    jsonschema.validate(diff, json.loads(eb_process(root, "schema", "diff").stdout))
+    text = eb_process(root, "diff").stdout
+    assert "  - a_slow: passed -> stopped - Stopped: interrupted\n" in text
+    markdown = eb_process(root, "diff", "--format", "md").stdout
+    assert "| `a_slow` | passed -> stopped |  | Stopped: interrupted |" in markdown
 
 
 FAMILY = """schema_version: 1
