@@ -154,7 +154,10 @@ def compare(*, base: RunSummary, head: RunSummary) -> RunDiff:
             continue
         if entry.definition_changed:
             changed.append(entry)
-        passed = before.judged == "passed"
+        # Base failed for a check it ran with fail_on_flaky and found flaky, whatever its rule
+        # decided: passing now, where the run does not fail for it, is a fix, as the mirror
+        # case (flaky in both, the flag only in head) is a regression.
+        passed = before.judged == "passed" and not _failed_for_flakiness(check=before, run=base)
         if passed and passes:
             unchanged += 1
         elif passed:

@@ -129,19 +129,27 @@ def _why_aborted(run: DiffRun) -> str:
 
 
 def flaky_warnings(diff: RunDiff) -> list[str]:
-    """Why a flaky check is a regression, when it is: the head run's verdict counted
-    flakiness (fail_on_flaky), so it failed for samples that disagree, and base did not."""
-    if not diff.head.fail_on_flaky:
-        return []
-    count = sum(entry.head_flaky for entry in diff.regressions)
-    if not count:
-        return []
-    flaky = plural(count=count, noun="flaky check")
-    verdict = "is a regression" if count == 1 else "are regressions"
-    return [
-        f"The head run fails on flaky checks (fail_on_flaky): {flaky} the base run did not "
-        f"fail for {verdict}."
-    ]
+    """Why a flaky check is a regression or a fix, when it is: a run's verdict counted
+    flakiness (fail_on_flaky), so it failed for samples that disagree, and the other run did
+    not fail for the check."""
+    lines = []
+    regressed = sum(entry.head_flaky for entry in diff.regressions)
+    if diff.head.fail_on_flaky and regressed:
+        flaky = plural(count=regressed, noun="flaky check")
+        verdict = "is a regression" if regressed == 1 else "are regressions"
+        lines.append(
+            f"The head run fails on flaky checks (fail_on_flaky): {flaky} the base run did not "
+            f"fail for {verdict}."
+        )
+    fixed = sum(entry.base_flaky for entry in diff.fixes)
+    if diff.base.fail_on_flaky and fixed:
+        flaky = plural(count=fixed, noun="flaky check")
+        verdict = "is a fix" if fixed == 1 else "are fixes"
+        lines.append(
+            f"The base run failed on flaky checks (fail_on_flaky): {flaky} the head run does not "
+            f"fail for {verdict}."
+        )
+    return lines
 
 
 def aborted_warnings(diff: RunDiff) -> list[str]:

@@ -59,7 +59,8 @@ class DiffRun(Record):
         description="The run ran with fail_on_flaky (its report.json `fail_on_flaky`): any "
         "flaky check failed it. In head, a flaky check is then a regression unless base "
         "failed for it too (it did not pass there, or base ran with fail_on_flaky and it was "
-        "flaky there).",
+        "flaky there). In base, a flaky check that head passes (head without the flag, or "
+        "steady there) is then a fix.",
     )
 
 
@@ -185,7 +186,11 @@ class RunDiff(Record):
         "head never judged (stopped, an infrastructure error, no valid verdict) is not one. "
         "Never a regression by itself; its verdict puts it in the other categories as usual.",
     )
-    fixes: list[DiffEntry] = Field(description="Did not pass in base, passes in head.")
+    fixes: list[DiffEntry] = Field(
+        description="Base failed for it and head passes it: it did not pass in base, or base "
+        "ran with fail_on_flaky and it was flaky there (whatever its rule decided), and head "
+        "passes it without failing for flakiness."
+    )
     still_failing: list[DiffEntry] = Field(description="Does not pass in either run.")
     new_checks: list[DiffEntry] = Field(
         description="In head only (whatever their outcome), and not because base ran a "

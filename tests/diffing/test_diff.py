@@ -1245,6 +1245,39 @@ def test_a_check_flaky_in_base_and_steady_in_head_is_listed_as_no_longer_flaky(
     assert "| `steadies` | passed (flaky) -> passed |" in markdown
 
 
+def test_a_check_a_fail_on_flaky_base_failed_for_flakiness_is_a_fix_when_head_passes_it(
+    project: Callable[..., Path], tmp_path: Path
+) -> None:
+    """Base ran with --fail-on-flaky and failed for each flaky check (exit 1); head ran
+    without it and passes them (exit 0). Base failed for them, head does not: fixes, as the
+    mirror case (the flag only in head) is a regression. They read as unchanged passing."""
+    names = ("steadies", "still_flaky", "steady")
+    root = _sampled_project(project, rules=dict.fromkeys(names, "majority"))
+    base, head = tmp_path / "base", tmp_path / "head"
+    base_steps = {"steadies": "110", "still_flaky": "110", "steady": "1"}
+    assert _sampled_run(root, "--fail-on-flaky", steps=base_steps, run_dir=base) == 1
+    head_steps = {"steadies": "1", "still_flaky": "110", "steady": "1"}
+    assert _sampled_run(root, steps=head_steps, run_dir=head) == 0
+    shown = eb_process(root, "diff", str(base), str(head), "--json")
+    diff = json.loads(shown.stdout)
+    assert _ids(diff["fixes"]) == ["steadies", "still_flaky"]
+    assert _ids(diff["no_longer_flaky"]) == ["steadies"]
+    assert diff["regressions"] == [] and diff["still_failing"] == []
+    assert diff["unchanged_passing"] == 1 and shown.returncode == 0
+    jsonschema.validate(diff, json.loads(eb_process(root, "schema", "diff").stdout))
+    text = eb_process(root, "diff", str(base), str(head)).stdout
+    assert "Fixes (2):\n  - steadies: passed (flaky) -> passed - 3 of 3 samples" in text
+    assert "  - still_flaky: passed (flaky) -> passed (flaky)" in text
+    warning = (
+        "The base run failed on flaky checks (fail_on_flaky): 2 flaky checks the head run does "
+        "not fail for are fixes."
+    )
+    assert warning in text
+    markdown = eb_process(root, "diff", str(base), str(head), "--format", "md").stdout
+    assert f"> {warning}" in markdown
+    assert "<summary>Fixes (2)</summary>" in markdown
+
+
 def _old_report(run_id: str, statuses: dict[str, str], **totals: Any) -> dict[str, Any]:
     """A report.json as eval-banana 0.5.0 wrote it: its keys only, no stage files beside it."""
     checks = [
