@@ -217,6 +217,13 @@ def rerun_execute(request: StageRequest) -> int:
                 config=config, selection=request.selection, cli_values=request.cli_values
             ),
         )
+    # The judges it runs, gated again when --repeats changed what the guard gated.
+    guard_stage.raise_if_gate_refuses_repeats(
+        config=config,
+        plan=plan,
+        guarded=guarded,
+        gated_repeats=_config(request).settings.core.repeats,
+    )
     # What --last-failed remembers, read before a check can rewrite it (as `eb run` reads it).
     before = remembered_before(config=config)
     with ProgressReporter.over(checks=plan.checks, console=request.console) as progress:

@@ -257,5 +257,23 @@ def raise_if_refused(doc: GuardDoc) -> None:
     )
 
 
+def raise_if_gate_refuses_repeats(
+    *, config: ConfigDoc, plan: PlanDoc, guarded: GuardDoc, gated_repeats: int
+) -> None:
+    """Apply the calibration gate again when a rerun of execute (`eb stage execute --repeats
+    N`) decides the judges from other samples than the guard gated them for: the gate's
+    verdict depends on the run's repeats (whole verdicts of N, agreement by verdicts of N), so
+    one the guard passed under `gated_repeats` says nothing of N. The guard's harness and
+    record stand; only a guard that consulted the gate (it was on) is applied again."""
+    if guarded.calibration_file is None or guarded.harness is None:
+        return
+    if config.settings.core.repeats == gated_repeats:
+        return
+    from eval_banana.calibration.gate import calibration_problems
+
+    found = calibration_problems(config=config, plan=plan, harness=guarded.harness)
+    raise_if_refused(guarded.model_copy(update={"ok": not found, "problems": found}))
+
+
 def write_guard_stage(*, run_dir: Path, doc: GuardDoc) -> str:
     return write_stage_model(run_dir=run_dir, stage="guard", model=doc)

@@ -676,6 +676,27 @@ def test_a_run_that_samples_a_judge_is_gated_on_the_verdicts_it_decides(
     assert "Run `eb calibrate --check-id anyone --repeats 3`" in by_three.stderr
 
 
+def test_a_rerun_of_execute_with_other_repeats_is_gated_on_the_verdicts_it_decides(
+    make_project: Callable[..., Project],
+) -> None:
+    """The guard gated the run's judges under its repeats (one sample each); `eb stage execute
+    --repeats 5` then decided them from five samples, which the gate refuses in a run with
+    --repeats 5, and ran them unrefused: the gate is applied again under the rerun's repeats."""
+    text = judge("anyone", script=ONCE_IN_FIVE, cases=[GOOD, BAD])
+    proj = make_project({"anyone": text + "aggregate: any\n"})
+    assert proj.eb("calibrate", "--repeats", "5", "--max-parallel-checks", "1").exit_code == 1
+    ran = proj.eb("run", "--require-calibration", "--min-agreement", "0.8")
+    assert ran.exit_code in (0, 1), ran.stdout + ran.stderr  # the guard let it gate
+    rerun = proj.eb("stage", "execute", "--repeats", "5")
+    assert rerun.exit_code == 2, rerun.stdout + rerun.stderr
+    assert (
+        "agreed with its calibration cases on 0.50 of its verdicts (each decided from 5 "
+        "samples by its rule 'any', as a run decides it)"
+    ) in rerun.stderr
+    # Under the repeats the guard gated, the rerun runs.
+    assert proj.eb("stage", "execute").exit_code == 0
+
+
 def test_cases_run_concurrently_within_max_parallel_checks(
     make_project: Callable[..., Project],
 ) -> None:
