@@ -281,13 +281,20 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self._answer(201, b"")
 
 
+class _Ipv6Server(http.server.ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+
+
 @contextlib.contextmanager
-def hostile() -> Iterator[Hostile]:
+def hostile(*, ipv6: bool = False) -> Iterator[Hostile]:
+    """The hostile cache on 127.0.0.1, or with `ipv6` on ::1 (its URL `http://[::1]:PORT/cache`)."""
     state = Hostile()
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), _Handler)
+    server_type = _Ipv6Server if ipv6 else http.server.ThreadingHTTPServer
+    server = server_type(("::1" if ipv6 else "127.0.0.1", 0), _Handler)
     server.daemon_threads = True
     server.state = state  # type: ignore[attr-defined]
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/cache"
+    where = "[::1]" if ipv6 else "127.0.0.1"
+    state.url = f"http://{where}:{server.server_address[1]}/cache"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

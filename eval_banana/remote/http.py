@@ -60,8 +60,7 @@ class HttpBackend(WholeObjects, WholeWrites):
         self.timeout = timeout
         self._authorization = authorization
         self.sent = Meter()  # each request on the wire: a redirect and a folder made count
-        where = host if port is None else f"{host}:{port}"
-        self.url = f"{scheme}://{where}{self.prefix}"
+        self.url = f"{scheme}://{_authority(host=host, port=port)}{self.prefix}"
 
     @classmethod
     def from_url(cls, *, url: str, timeout: float, environ: Mapping[str, str]) -> HttpBackend:
@@ -185,9 +184,13 @@ class HttpBackend(WholeObjects, WholeWrites):
         """The path a redirect leads to, if it stays on this scheme, host and port."""
         if not location:
             raise RemoteError(f"{path}: a redirect without a Location")
-        where = self.host if self.port is None else f"{self.host}:{self.port}"
+        where = _authority(host=self.host, port=self.port)
         target = urlsplit(urljoin(f"{self.scheme}://{where}{path}", location))
-        if (target.scheme, target.hostname, target.port) != (self.scheme, self.host, self.port):
+        try:
+            origin = (target.scheme, target.hostname, target.port)
+        except ValueError:  # a port that is no number: no origin eb could compare
+            raise RemoteError(f"{path}: redirected to a URL eb cannot read ({location})") from None
+        if origin != (self.scheme, self.host, self.port):
             raise RemoteError(
                 f"{path}: redirected to another host ({target.scheme}://{target.netloc}), "
                 "which eb refuses"
@@ -244,6 +247,13 @@ class HttpBackend(WholeObjects, WholeWrites):
         finally:
             watchdog.cancel()
             connection.close()
+
+
+def _authority(*, host: str, port: int | None) -> str:
+    """`host[:port]` as a URL writes it. The URL's host comes without the brackets of an IPv6
+    address (`::1`), which a URL needs back: without them its colons read as the port's."""
+    written = f"[{host}]" if ":" in host else host
+    return written if port is None else f"{written}:{port}"
 
 
 def _cut(connection: http.client.HTTPConnection) -> None:

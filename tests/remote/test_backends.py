@@ -227,6 +227,29 @@ def test_a_redirect_on_the_same_host_is_followed(hostile_server: Hostile) -> Non
     ]
 
 
+@pytest.mark.parametrize("absolute", [False, True])
+def test_a_redirect_on_the_same_ipv6_host_is_followed(absolute: bool) -> None:
+    """A cache at `http://[::1]:PORT/...`: the URL's host comes without its brackets, and the
+    redirect's origin was built from it bare, so a same-origin redirect was refused."""
+    with hostile(ipv6=True) as server:
+        backend = _open(server.url)
+        origin = server.url.rsplit("/cache", 1)[0]
+        server.objects["/elsewhere/cache/ac/" + NAME] = b"moved"
+        server.mode = "redirect_once"
+        server.redirect_to = f"{origin}/elsewhere" if absolute else "/elsewhere"
+        assert backend.get(kind="ac", name=NAME) == b"moved"
+        assert [path for _, path, _ in server.requests] == [
+            f"/cache/ac/{NAME}",
+            f"/elsewhere/cache/ac/{NAME}",
+        ]
+        # Another port of the same IPv6 host is another origin, still refused.
+        server.mode = "redirect"
+        server.redirect_to = "http://[::1]:9"
+        with pytest.raises(RemoteError, match="another host"):
+            backend.get(kind="ac", name=NAME)
+        assert backend.url == server.url  # as messages and reports name it
+
+
 def test_a_slow_server_times_out_and_the_breaker_stops_asking(hostile_server: Hostile) -> None:
     hostile_server.mode = "slow"
     guarded = GuardedRemote(backend=_open(hostile_server.url, timeout=0.5), concurrency=4)
