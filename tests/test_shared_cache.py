@@ -1129,3 +1129,49 @@ def test_an_s3_remote_without_boto3_is_a_setup_error_that_names_the_extra(
     assert "[cache] remote 's3://ci/eb' needs boto3, which is not installed" in done.stderr
     assert "pip install 'eval-banana-staged[s3]'" in done.stderr
     assert project.agent_starts() == 0
+
+
+@pytest.mark.parametrize("where", ["remote", "endpoint"])
+def test_a_query_secret_of_the_remote_or_its_endpoint_reaches_no_file(
+    tmp_path: Path,
+    eb: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
+    hostile_server: Hostile,
+    where: str,
+) -> None:
+    """A token in the query of `[cache] remote` (`...?token=...`) or of `[cache]
+    remote_endpoint` (a presigned `X-Amz-Signature=...`) is a secret as a password is: no file
+    of the run folder, the history or either cache holds it. The endpoint's was written as
+    given into stages/config.json (and so into report.json's settings and the history)."""
+    secret = "sig-" + "9" * 24
+    env_dump = "import os, json; print(json.dumps(dict(os.environ)))\n"
+    checks = {"j": judge("j"), "env": script_check("env", script=env_dump)}
+    first, _ = runners(tmp_path=tmp_path, eb=eb, checks=checks)
+    if where == "remote":
+        remote = f"{hostile_server.url}?token={secret}"
+    else:  # an S3 remote whose store answers at an endpoint with a query
+        context = moto_s3()
+        moto = context.__enter__()
+        for name, value in moto.environ.items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv(
+            "EVAL_BANANA_CACHE_REMOTE_ENDPOINT", f"{moto.endpoint}/?X-Amz-Signature={secret}"
+        )
+        remote = f"s3://{BUCKET}/eb"
+    try:
+        counts, started = run(first, remote)
+        assert started == 1
+    finally:
+        if where == "endpoint":
+            context.__exit__(None, None, None)
+    written = [path for path in tmp_path.rglob("*") if path.is_file()]
+    config = next(first.root.rglob("stages/config.json")).read_text()
+    assert "?***" in config
+    # A check that prints its environment (the endpoint's variable among it) shows it masked.
+    if where == "endpoint":
+        (stdout,) = first.root.rglob("env-*.stdout.txt")
+        assert "?***" in json.loads(stdout.read_text())["EVAL_BANANA_CACHE_REMOTE_ENDPOINT"]
+    assert not [path for path in written if secret.encode() in path.read_bytes()]
+    assert secret not in first.last.stdout + first.last.stderr
+    for body in hostile_server.objects.values():
+        assert secret.encode() not in body

@@ -18,6 +18,7 @@ from eval_banana.settings.table import SETTINGS_BY_NAME, variable_of
 
 _REMOTE_VARIABLE = variable_of("cache.remote")
 _REMOTE_FLAG = SETTINGS_BY_NAME["cache.remote"].flag
+_ENDPOINT_VARIABLE = variable_of("cache.remote_endpoint")
 
 
 def open_tier(
@@ -50,11 +51,25 @@ def open_tier(
             hint,
         )
         return None
+    # Only an s3:// remote reads the endpoint (a folder or HTTP one never does).
+    endpoint = settings.remote_endpoint if url.lower().startswith("s3://") else None
+    if endpoint:
+        endpoint = unmasked(url=endpoint, candidates=[environ.get(_ENDPOINT_VARIABLE)])
+        if endpoint is None:
+            # The same rerun, of an S3 remote whose endpoint config.json holds masked.
+            warn(
+                f"The shared cache {shown_url(url)} is not asked: stages/config.json records "
+                f"its [cache] remote_endpoint with the query masked. Set {_ENDPOINT_VARIABLE} "
+                "to the endpoint as given to use it",
+                None,
+                hint,
+            )
+            return None
     key_text = environ.get(SIGNING_KEY_VARIABLE, "")
     try:
         backend = open_backend(
             url=url,
-            endpoint=settings.remote_endpoint,
+            endpoint=endpoint,
             timeout=float(settings.remote_timeout_seconds),
             environ=environ,
             source=source,

@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
+from eval_banana.core.secreturl import MASK, url_secrets
 from eval_banana.remote.backend import (
     CHUNK,
     Kind,
@@ -38,9 +39,17 @@ class S3Backend(WholeObjects, WholeWrites):
     """Objects below one bucket prefix."""
 
     def __init__(
-        self, *, client: Any, bucket: str, prefix: str, url: str, timeout: float = 10.0
+        self,
+        *,
+        client: Any,
+        bucket: str,
+        prefix: str,
+        url: str,
+        timeout: float = 10.0,
+        endpoint: str | None = None,
     ) -> None:
         self._client = client
+        self._endpoint = endpoint
         self.bucket = bucket
         self.prefix = prefix.strip("/")
         self.url = url
@@ -83,8 +92,19 @@ class S3Backend(WholeObjects, WholeWrites):
         except (ValueError, BotoCoreError) as exc:
             # What botocore refuses before any request: an endpoint that is no URL
             # (`minio:9000`), a region it cannot read, a profile no config file holds.
-            raise RemoteError(f"boto3 cannot set up its S3 client: {exc}") from None
-        return cls(client=client, bucket=parts.netloc, prefix=parts.path, url=url, timeout=timeout)
+            said = _masked(text=str(exc), endpoint=endpoint)
+            raise RemoteError(f"boto3 cannot set up its S3 client: {said}") from None
+        return cls(
+            client=client,
+            bucket=parts.netloc,
+            prefix=parts.path,
+            url=url,
+            timeout=timeout,
+            endpoint=endpoint,
+        )
+
+    def _cause(self, exc: Exception) -> str:
+        return _masked(text=_cause_of(exc), endpoint=self._endpoint)
 
     def _count_request(self, **_: Any) -> None:
         self.sent.add()  # None: botocore sends the request as it is
@@ -119,7 +139,7 @@ class S3Backend(WholeObjects, WholeWrites):
                 raise RemoteError(f"GET {kind}/{name}: timed out") from None
             if _absent(exc):
                 return None
-            raise RemoteError(f"GET {kind}/{name}: {_cause(exc)}") from None
+            raise RemoteError(f"GET {kind}/{name}: {self._cause(exc)}") from None
         if watchdog is not None and watchdog.fired:
             raise RemoteError(f"GET {kind}/{name}: timed out")
         length = answer.get("ContentLength")
@@ -134,7 +154,7 @@ class S3Backend(WholeObjects, WholeWrites):
         try:
             self._client.put_object(Bucket=self.bucket, Key=key, Body=source, ContentLength=size)
         except Exception as exc:
-            raise RemoteError(f"PUT {kind}/{name}: {_cause(exc)}") from None
+            raise RemoteError(f"PUT {kind}/{name}: {self._cause(exc)}") from None
 
     def head(self, *, kind: Kind, name: str) -> int | None:
         key = self._key(kind=kind, name=name)
@@ -143,7 +163,7 @@ class S3Backend(WholeObjects, WholeWrites):
         except Exception as exc:
             if _absent(exc):
                 return None
-            raise RemoteError(f"HEAD {kind}/{name}: {_cause(exc)}") from None
+            raise RemoteError(f"HEAD {kind}/{name}: {self._cause(exc)}") from None
         return int(answer.get("ContentLength", 0))
 
     def list(self, *, kind: Kind) -> Iterator[RemoteItem]:
@@ -163,7 +183,7 @@ class S3Backend(WholeObjects, WholeWrites):
                         modified=item["LastModified"].timestamp(),
                     )
         except Exception as exc:
-            raise RemoteError(f"LIST {kind}: {_cause(exc)}") from None
+            raise RemoteError(f"LIST {kind}: {self._cause(exc)}") from None
 
     def delete(self, *, kind: Kind, name: str) -> bool:
         # S3 answers a DELETE alike whether the object was there or not; asking first (a HEAD)
@@ -172,7 +192,7 @@ class S3Backend(WholeObjects, WholeWrites):
         try:
             self._client.delete_object(Bucket=self.bucket, Key=self._key(kind=kind, name=name))
         except Exception as exc:
-            raise RemoteError(f"DELETE {kind}/{name}: {_cause(exc)}") from None
+            raise RemoteError(f"DELETE {kind}/{name}: {self._cause(exc)}") from None
         return True
 
 
@@ -202,10 +222,18 @@ def _absent(exc: Exception) -> bool:
     return code in _ABSENT
 
 
-def _cause(exc: Exception) -> str:
+def _cause_of(exc: Exception) -> str:
     response = getattr(exc, "response", None)
     if isinstance(response, dict):
         error = response.get("Error", {})
         status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
         return f"{error.get('Code') or 'error'} (HTTP {status})"
     return str(exc) or type(exc).__name__
+
+
+def _masked(*, text: str, endpoint: str | None) -> str:
+    """`text` without the secrets of `endpoint`'s URL: botocore names the endpoint in some of
+    its errors (one it cannot read), which eb writes into reports and the run's history."""
+    for secret in url_secrets(endpoint or ""):
+        text = text.replace(secret, MASK)
+    return text

@@ -29,6 +29,7 @@ from eval_banana.settings.envpolicy import SECRET_NAMES
 from eval_banana.settings.table import variable_of
 
 REMOTE_VARIABLE = variable_of("cache.remote")
+ENDPOINT_VARIABLE = variable_of("cache.remote_endpoint")
 # `_ACCESS_KEY_ID`: the other half of an access key pair (AWS_ACCESS_KEY_ID, which an S3
 # remote's checks receive, and the like of S3-compatible stores): not a secret by itself, but
 # it names the account, and printed by a check it would travel in the shared cache's entries
@@ -176,10 +177,10 @@ def redactor_for(
     values: Iterable[str] = (),
 ) -> Redactor:
     """A redactor from credential-like variables of `environ`, `extra_env` and each of `also`,
-    the given `values`, and the password and query of the shared cache's URL: the one `environ`
-    gives and each in `remotes` (the configured one, which a stage file may hold masked while the
-    variable holds it whole). The URL is withheld from checks, but one may read it from the
-    config file."""
+    the given `values`, and the password and query of the shared cache's URL and S3 endpoint:
+    those `environ` gives and each in `remotes` (the configured ones, which a stage file may
+    hold masked while the variable holds them whole). The URL is withheld from checks, but one
+    may read it from the config file."""
     listed = tuple(names)
     secrets = [
         value
@@ -188,7 +189,7 @@ def redactor_for(
         if is_credential_name(name=name, extra=listed)
     ]
     secrets.extend(values)
-    urls = (environ.get(REMOTE_VARIABLE), *remotes)
+    urls = (environ.get(REMOTE_VARIABLE), environ.get(ENDPOINT_VARIABLE), *remotes)
     secrets.extend(secret for url in urls if url for secret in url_secrets(url))
     return Redactor(secrets=secrets)
 
@@ -211,7 +212,7 @@ def run_redactor(
         environ=environ,
         names=settings.execution.redact,
         extra_env=settings.harness.env,
-        remotes=(settings.cache.remote,),
+        remotes=(settings.cache.remote, settings.cache.remote_endpoint),
         also=layers,
         values=read,
     )

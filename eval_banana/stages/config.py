@@ -408,18 +408,25 @@ def outside_project_warning(*, config: ConfigDoc) -> str | None:
 
 def write_config_stage(*, run_dir: Path, doc: ConfigDoc) -> str:
     """Write `<run_dir>/stages/config.json`; return the sha256 digest of its bytes. A shared
-    cache URL is written with its password and query masked (the run uses it as given)."""
+    cache URL and its endpoint are written with password and query masked (the run uses them
+    as given)."""
     return write_stage_model(run_dir=run_dir, stage="config", model=_as_written(doc))
 
 
 def _as_written(doc: ConfigDoc) -> ConfigDoc:
+    """`doc` with the shared cache's URL and its S3 endpoint masked: a presigned endpoint's
+    query (`X-Amz-Signature=...`) is as secret as the URL's password."""
     cache = doc.settings.cache
-    if not cache.remote:
+    if not cache.remote and not cache.remote_endpoint:
         return doc
     from eval_banana.core.secreturl import shown_url
 
-    shown = shown_url(cache.remote)
-    if shown == cache.remote:
+    masked = {
+        field: shown_url(value)
+        for field, value in (("remote", cache.remote), ("remote_endpoint", cache.remote_endpoint))
+        if value and shown_url(value) != value
+    }
+    if not masked:
         return doc
-    settings = doc.settings.model_copy(update={"cache": cache.model_copy(update={"remote": shown})})
+    settings = doc.settings.model_copy(update={"cache": cache.model_copy(update=masked)})
     return doc.model_copy(update={"settings": settings})
