@@ -69,6 +69,47 @@ class MotoS3:
             region_name="us-east-1",
         )
 
+    def reader_environ(self) -> dict[str, str]:
+        """`environ` with the keys of an IAM user that may read the bucket and not write it,
+        and moto's IAM checks turned on from then (the test keys are refused after that)."""
+        import json
+        import urllib.request
+
+        import boto3
+
+        iam = boto3.client(
+            "iam",
+            endpoint_url=self.endpoint,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+            region_name="us-east-1",
+        )
+        iam.create_user(UserName="reader")
+        statements = [
+            {"Effect": "Allow", "Action": "s3:*", "Resource": "*"},
+            {"Effect": "Deny", "Action": ["s3:PutObject", "s3:DeleteObject"], "Resource": "*"},
+        ]
+        iam.put_user_policy(
+            UserName="reader",
+            PolicyName="read-only",
+            PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": statements}),
+        )
+        key = iam.create_access_key(UserName="reader")["AccessKey"]
+        # moto's own switch: authorize every request from now on.
+        switch = urllib.request.Request(
+            f"{self.endpoint}/moto-api/reset-auth",
+            data=b"0",
+            method="POST",
+            headers={"Content-Type": "text/plain"},
+        )
+        with urllib.request.urlopen(switch, timeout=10):
+            pass
+        return {
+            **self.environ,
+            "AWS_ACCESS_KEY_ID": key["AccessKeyId"],
+            "AWS_SECRET_ACCESS_KEY": key["SecretAccessKey"],
+        }
+
     def kill(self) -> None:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGKILL)

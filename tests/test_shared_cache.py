@@ -957,9 +957,35 @@ def test_a_refusing_http_cache_says_which_credential_to_fix(
     counts, _ = run(third, hostile_server.url)
     assert counts["remote_writes"] == 0
     assert (
-        "HTTP 403 (forbidden: these credentials may not write; a runner that should only "
-        'read sets [cache] remote_mode = "read-only")' in counts["first_remote_error"]
+        "HTTP 403 (forbidden: the store refuses writes with these credentials; a runner that "
+        'should only read sets [cache] remote_mode = "read-only"' in counts["first_remote_error"]
     )
+
+
+def test_an_s3_store_that_refuses_writes_says_to_run_read_only(
+    tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, s3: MotoS3
+) -> None:
+    """Keys that may read the bucket and not write it (an IAM policy denying s3:PutObject):
+    S3's 403 AccessDenied is told with what it means and the setting that fits such a runner."""
+    first, second = runners(tmp_path=tmp_path, eb=eb)
+    for name, value in s3.environ.items():
+        monkeypatch.setenv(name, value)
+    url = f"s3://{BUCKET}/eb"
+    counts, _ = run(first, url)
+    assert counts["remote_writes"] == 3
+    for name, value in s3.reader_environ().items():
+        monkeypatch.setenv(name, value)
+    counts, started = run(second, url, "--cache", "refresh")
+    assert started == 3 and counts["remote_writes"] == 0
+    assert (
+        "AccessDenied (HTTP 403) (forbidden: the store refuses writes with these credentials"
+        in (counts["first_remote_error"])
+    )
+    assert 'remote_mode = "read-only"' in counts["first_remote_error"]
+    # The same keys still read: a runner told to read only reuses the verdicts, writes nothing.
+    third = fresh_runner(of=first, root=tmp_path / "runner3")
+    counts, started = run(third, url, "--cache-remote-mode", "read-only")
+    assert started == 0 and counts["remote_hits"] == 3 and counts["remote_errors"] == 0
 
 
 def test_secrets_of_the_shared_cache_reach_no_file_and_no_judge(

@@ -72,6 +72,13 @@ class Meter:
             return self._count
 
 
+# What a refused write (HTTP 403 on PUT, S3's AccessDenied) most likely means, and its fix.
+WRITE_REFUSED = (
+    "forbidden: the store refuses writes with these credentials; a runner that should only "
+    'read sets [cache] remote_mode = "read-only" (EVAL_BANANA_CACHE_REMOTE_MODE)'
+)
+
+
 class RemoteError(Exception):
     """A request to the remote failed: unreachable, timed out, refused, or a bad answer."""
 

@@ -23,6 +23,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 from eval_banana.remote.backend import (
     CHUNK,
+    WRITE_REFUSED,
     Kind,
     ListingUnsupported,
     Meter,
@@ -142,10 +143,7 @@ class HttpBackend(WholeObjects, WholeWrites):
                 f"token in {TOKEN_VARIABLE})"
             )
         elif status == 403 and method == "PUT":
-            meaning = (
-                " (forbidden: these credentials may not write; a runner that should only read "
-                'sets [cache] remote_mode = "read-only")'
-            )
+            meaning = f" ({WRITE_REFUSED})"
         elif status == 403:
             meaning = " (forbidden: these credentials may not read the cache)"
         return RemoteError(f"{method} {kind}/{name} answered HTTP {status}{meaning}")

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from eval_banana.core.secreturl import MASK, url_secrets
 from eval_banana.remote.backend import (
     CHUNK,
+    WRITE_REFUSED,
     Kind,
     Meter,
     RemoteError,
@@ -154,7 +155,11 @@ class S3Backend(WholeObjects, WholeWrites):
         try:
             self._client.put_object(Bucket=self.bucket, Key=key, Body=source, ContentLength=size)
         except Exception as exc:
-            raise RemoteError(f"PUT {kind}/{name}: {self._cause(exc)}") from None
+            meaning = ""
+            if _refused(exc):
+                # The status alone does not say which setting to fix.
+                meaning = f" ({WRITE_REFUSED}, else give them s3:PutObject on the bucket)"
+            raise RemoteError(f"PUT {kind}/{name}: {self._cause(exc)}{meaning}") from None
 
     def head(self, *, kind: Kind, name: str) -> int | None:
         key = self._key(kind=kind, name=name)
@@ -220,6 +225,15 @@ def _absent(exc: Exception) -> bool:
         return False
     code = str(response.get("Error", {}).get("Code", ""))
     return code in _ABSENT
+
+
+def _refused(exc: Exception) -> bool:
+    """Whether S3 refused the request to these credentials (AccessDenied, HTTP 403)."""
+    response = getattr(exc, "response", None)
+    if not isinstance(response, dict):
+        return False
+    status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    return status == 403 or str(response.get("Error", {}).get("Code")) == "AccessDenied"
 
 
 def _cause_of(exc: Exception) -> str:
