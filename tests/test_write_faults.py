@@ -607,3 +607,83 @@ def test_an_empty_output_file_eb_cannot_remove_is_told_so_not_as_a_check_that_ne
     (check,) = json.loads((run / "report.json").read_text())["checks"]
     assert check["error_detail"] == f"Not judged: {line.removesuffix('; the run is aborted')}"
     assert "not_started" not in check["details"], check["details"]
+
+
+# -- a report a green run left where this run's could not be written ----------------------------
+
+# A check that passes until the project holds a file named FAIL.
+_FAILS_ON_MARK = (
+    "schema_version: 1\nid: ok\ntype: deterministic\ndescription: Passes until FAIL exists.\n"
+    "script: |\n  import os\n  assert not os.path.exists('FAIL'), 'FAIL present'\n"
+)
+
+
+def _fill(folder: Path) -> None:
+    """Write into `folder` until its file system has no room left."""
+    fd = os.open(folder / "filler", os.O_WRONLY | os.O_CREAT)
+    try:
+        with contextlib.suppress(OSError):
+            while True:
+                os.write(fd, b"\0" * 4096)
+    finally:
+        os.close(fd)
+
+
+def _lines_besides_progress(done: subprocess.CompletedProcess[str]) -> list[str]:
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    return [line for line in done.stderr.splitlines() if line.strip() and line[0] != "["]
+
+
+def test_a_junit_file_a_full_disk_refuses_leaves_no_green_file_of_an_earlier_run(
+    tmp_path: Path,
+) -> None:
+    # The earlier run's JUnit file stayed where CI reads it: a failing run whose JUnit write
+    # failed for want of room showed green in the CI test tab (exit 3 alone said otherwise).
+    root = _passing_project(tmp_path / "proj", check=_FAILS_ON_MARK)
+    reports = tmp_path / "reports"
+    junit = reports / "junit.xml"
+    with _small_disk(reports, size="64k"):
+        green = eb_process(root, "run", "--no-html", "--junit-xml", str(junit))
+        assert green.returncode == 0, green.stdout + green.stderr
+        assert 'failures="0"' in junit.read_text()
+        (root / "FAIL").write_text("")
+        _fill(reports)
+        done = eb_process(root, "run", "--no-html", "--junit-xml", str(junit))
+        assert "Passed: no" in done.stdout, done.stdout
+        assert _lines_besides_progress(done) == [
+            f"Cannot write {junit}: No space left on device; the earlier file there was "
+            "removed, so it is not read as this run's; the run is aborted",
+            "hint: make room for it (or make it writable), then `eb stage report` writes it again",
+        ], done.stderr
+        assert not junit.exists(), junit.read_text()
+        # Room again: the fix the hint names writes the run's red JUnit file.
+        (reports / "filler").unlink()
+        again = eb_process(root, "stage", "report", "--junit-xml", str(junit))
+        assert again.returncode == 1, again.stdout + again.stderr
+        assert 'failures="1"' in junit.read_text()
+
+
+def test_an_immutable_junit_file_of_an_earlier_run_is_told_as_not_this_runs(
+    tmp_path: Path,
+) -> None:
+    # An immutable file cannot be replaced, removed or emptied: eb says so, naming it, rather
+    # than leave CI to read it as this run's result without a word about it.
+    if os.geteuid() != 0 or shutil.which("chattr") is None:
+        pytest.skip("making a file immutable needs root and chattr")
+    root = _passing_project(tmp_path / "proj", check=_FAILS_ON_MARK)
+    junit = tmp_path / "junit.xml"
+    green = eb_process(root, "run", "--no-html", "--junit-xml", str(junit))
+    assert green.returncode == 0, green.stdout + green.stderr
+    if subprocess.run(["chattr", "+i", str(junit)], capture_output=True, check=False).returncode:
+        pytest.skip("this file system has no immutable flag")
+    try:
+        (root / "FAIL").write_text("")
+        done = eb_process(root, "run", "--no-html", "--junit-xml", str(junit))
+    finally:
+        subprocess.run(["chattr", "-i", str(junit)], check=False)
+    assert _lines_besides_progress(done)[0] == (
+        f"Cannot write {junit}: Operation not permitted; the earlier file there could not be "
+        "removed or emptied either (Operation not permitted), and it is not this run's: "
+        "remove it; the run is aborted"
+    ), done.stderr

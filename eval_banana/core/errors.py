@@ -295,9 +295,11 @@ class WriteFault(EvalBananaError):
     exit_code = 3
     kind = "write_fault"
 
-    def __init__(self, *, path: str, cause: str, action: str = "write") -> None:
+    def __init__(
+        self, *, path: str, cause: str, action: str = "write", hint: str | None = None
+    ) -> None:
         super().__init__(
-            f"Cannot {action} {path}: {cause}; the run is aborted", file=path, hint=None
+            f"Cannot {action} {path}: {cause}; the run is aborted", file=path, hint=hint
         )
         self.path = path
         self.cause = cause

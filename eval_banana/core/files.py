@@ -12,10 +12,10 @@ import stat
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, Literal, NamedTuple, NoReturn
 
 from eval_banana.core import canonjson
-from eval_banana.core.errors import WriteFault
+from eval_banana.core.errors import ResourceFault, WriteFault
 from eval_banana.core.readback import open_regular, read_regular
 from eval_banana.core.realpaths import real_path
 from eval_banana.core.record import Record
@@ -129,7 +129,7 @@ def copy_file_atomic(*, source: str, target: str, temp_folder: str | None = None
         raise
 
 
-def write_named_file(*, path: Path, data: bytes) -> None:
+def write_named_file(*, path: Path, data: bytes, fix: str | None = None) -> None:
     """Write a report to the path a user named (`--junit-xml`, `--result-out`): a regular file,
     or none yet, is replaced atomically (`write_bytes_atomic`); a character device or a FIFO
     there (`/dev/null`, a terminal, a pipe a reader waits on) is written into, as a shell's `>`
@@ -140,7 +140,8 @@ def write_named_file(*, path: Path, data: bytes) -> None:
     names (`pipe:[N]`). The very file eb's own stdout or stderr is open on (`--result-out
     /dev/stdout > out.txt`) is written through that descriptor, at its position, as `>` gives
     it: never replaced, which would lose what eb printed before and send what it prints after
-    to a file no name reaches. A write that fails is a WriteFault naming `path`."""
+    to a file no name reaches. A write that fails is a WriteFault naming `path`, whose hint is
+    `fix`; the file an earlier run left there goes with it (`_replace_named`)."""
     stream = own_stream_at(path=path)
     if stream is not None:
         flush_own_streams()  # what eb printed before the report comes first
@@ -155,12 +156,12 @@ def write_named_file(*, path: Path, data: bytes) -> None:
     # The file a link names, replaced whole; a device or FIFO is opened through the link.
     named = real_path(path) if link else path
     if not _written_into(path=path):
-        write_bytes_atomic(path=named, data=data)
+        _replace_named(named=named, link=link, data=data, fix=fix)
         return
     try:
         fd = os.open(path, _INTO_FLAGS & ~os.O_NOFOLLOW if link else _INTO_FLAGS)
     except FileNotFoundError:  # gone meanwhile: the report becomes a file of its own
-        write_bytes_atomic(path=named, data=data)
+        _replace_named(named=named, link=link, data=data, fix=fix)
         return
     except OSError as exc:
         _raise_write_error(path=path, exc=exc)
@@ -174,7 +175,69 @@ def write_named_file(*, path: Path, data: bytes) -> None:
     finally:
         os.close(fd)
     if replace:
+        _replace_named(named=named, link=link, data=data, fix=fix)
+
+
+def _replace_named(*, named: Path, link: bool, data: bytes, fix: str | None) -> None:
+    """`write_bytes_atomic` of a report at the regular file `named` (a link's target when
+    `link`). When it fails, the file an earlier run left there is removed (a link's target
+    emptied, the link kept, as `>` keeps it): a JUnit file a green run left would otherwise
+    be read by CI as this run's result. The fault says what became of it."""
+    try:
         write_bytes_atomic(path=named, data=data)
+    except WriteFault as fault:
+        earlier = clear_stale_file(path=named, keep_name=link)
+        if isinstance(fault, ResourceFault):  # told as what eb was doing, with its own fix
+            raise
+        raise WriteFault(path=fault.path, cause=fault.cause + earlier.told(), hint=fix) from None
+
+
+class StaleFile(NamedTuple):
+    """What became of the file an earlier run left where a report could not be written:
+    `state` is none (no file was there), removed, emptied or kept (`cause`: why)."""
+
+    state: Literal["none", "removed", "emptied", "kept"]
+    cause: str = ""
+
+    def told(self) -> str:
+        """The words a fault adds after its cause ("" when no file was there)."""
+        if self.state == "none":
+            return ""
+        if self.state == "kept":
+            return (
+                f"; the earlier file there could not be removed or emptied either "
+                f"({self.cause}), and it is not this run's: remove it"
+            )
+        return f"; the earlier file there was {self.state}, so it is not read as this run's"
+
+
+def clear_stale_file(*, path: Path, keep_name: bool = False) -> StaleFile:
+    """Remove the regular file at `path` (with `keep_name`, or when it cannot be removed,
+    empty it instead); what became of it. Never follows a link or opens anything else there."""
+    if not keep_name:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            return StaleFile(state="none")
+        except OSError:
+            pass  # a folder eb may not change: the file itself may still be emptied
+        else:
+            return StaleFile(state="removed")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return StaleFile(state="none")
+    except OSError as exc:
+        return StaleFile(state="kept", cause=exc.strerror or str(exc))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return StaleFile(state="none")  # no report of an earlier run: left as it is
+        os.ftruncate(fd, 0)
+    except OSError as exc:
+        return StaleFile(state="kept", cause=exc.strerror or str(exc))
+    finally:
+        os.close(fd)
+    return StaleFile(state="emptied")
 
 
 def _written_into(*, path: Path) -> bool:
