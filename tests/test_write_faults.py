@@ -687,3 +687,46 @@ def test_an_immutable_junit_file_of_an_earlier_run_is_told_as_not_this_runs(
         "removed or emptied either (Operation not permitted), and it is not this run's: "
         "remove it; the run is aborted"
     ), done.stderr
+
+
+def _limit_file_size_below_the_page() -> None:
+    """For eb's process: `ulimit -f 16`, room for every file of a one-check run but its
+    report.html (some 20 kB of page and assets)."""
+    resource.setrlimit(resource.RLIMIT_FSIZE, (16 * 1024, resource.RLIM_INFINITY))
+
+
+def test_a_report_html_a_write_fault_refused_leaves_the_report_stage_stale_for_eb_update(
+    tmp_path: Path,
+) -> None:
+    # stages/report.json recorded no page and no fault, so `eb status` called the report
+    # stage ok and `eb update` left the run without its report.html for good.
+    root = _passing_project(tmp_path / "proj")
+    done = subprocess.run(
+        [sys.executable, "-m", "eval_banana", "run", "--cache", "off"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=_limit_file_size_below_the_page,
+    )
+    (run,) = (root / ".eval-banana" / "results").iterdir()
+    page = run / "report.html"
+    assert _lines_besides_progress(done) == [
+        f"Cannot write {page}: File too large; the run is aborted"
+    ], done.stderr
+    assert not page.exists()
+    status = eb_process(root, "status")
+    assert status.returncode == 1, status.stdout + status.stderr
+    assert (
+        "report    stages/report.json     stale  (report.html could not be written (File too "
+        "large))" in status.stdout
+    ), status.stdout
+    update = eb_process(root, "update")
+    assert update.returncode == 0, update.stdout + update.stderr
+    assert page.read_text().startswith("<!DOCTYPE html>"), page.read_text()[:100]
+    after = eb_process(root, "status")
+    assert after.returncode == 0 and "report    stages/report.json     ok" in after.stdout, (
+        after.stdout
+    )

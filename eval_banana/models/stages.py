@@ -680,6 +680,12 @@ class ReportDoc(StageEnvelope):
         "run wrote no page (--no-html, or one it could not write) and in a stage file written "
         "before eb recorded it: then report.html is not looked at.",
     )
+    report_html_fault: str | None = Field(
+        default=None,
+        description="Why the run could not write report.html (a full disk, an I/O error: "
+        "'No space left on device'); eb status then marks the stage stale and eb update writes "
+        "the page again. null when the page was written or none was asked for.",
+    )
 
 
 # Each stage's document model, in pipeline order (the names of eval_banana.stages.STAGE_NAMES).

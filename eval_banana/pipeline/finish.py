@@ -18,8 +18,8 @@ from eval_banana.pipeline.lateinterrupt import interrupted_late
 from eval_banana.pipeline.outcome import RunOutcome
 from eval_banana.reporting import (
     ReportExtras,
-    finish_page,
     forks_html,
+    page_written,
     start_html,
     write_extra_reports,
 )
@@ -59,7 +59,7 @@ def publish_report(
     extras.history = history
     # A page written again (the run interrupted while its reports were written) is finished
     # again, and its new digest recorded.
-    extras.page_finished, extras.page_digest = False, None
+    extras.page_finished, extras.page_digest, extras.page_fault = False, None, None
     html_job = (
         page if page is not None else start_html(extras=extras, report=built, run_dir=run_dir)
     )
@@ -72,7 +72,7 @@ def publish_report(
             score=score,
             inputs=inputs,
             built=built,
-            page=lambda written: finish_page(
+            page=lambda written: page_written(
                 extras=extras, run_dir=run_dir, report=written, html=html_job
             ),
         )

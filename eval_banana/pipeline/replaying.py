@@ -140,7 +140,7 @@ def replay(
             junit_xml=config.settings.core.junit_xml,
         )
     # stages/report.json came from the kept run's: it records this run's page (or none).
-    _record_page(run_dir=run_dir, digest=extras.page_digest)
+    _record_page(run_dir=run_dir, digest=extras.page_digest, fault=extras.page_fault)
     if not console.quiet:
         report = replayed.load_report()
         console.summary(
@@ -198,13 +198,13 @@ def _redraw_marks(*, history: dict[str, Recent], page: Path, console: Console) -
         raise OutputDirError(f"Cannot write the HTML report to {page}: {exc}") from exc
 
 
-def _record_page(*, run_dir: Path, digest: str | None) -> None:
+def _record_page(*, run_dir: Path, digest: str | None, fault: str | None) -> None:
     """Record in stages/report.json the digest of report.html as the replay left it (None: no
-    page), when it records another: the replay filled the stage file in from the kept run's,
-    before the page it brought had this run's values and marks."""
+    page), or why it could not be written, when it records another: the replay filled the stage
+    file in from the kept run's, before the page it brought had this run's values and marks."""
     doc: ReportDoc = read_stage(run_dir=run_dir, stage="report")
-    if doc.report_html_sha256 != digest:
-        updated = doc.model_copy(update={"report_html_sha256": digest})
+    if (doc.report_html_sha256, doc.report_html_fault) != (digest, fault):
+        updated = doc.model_copy(update={"report_html_sha256": digest, "report_html_fault": fault})
         write_stage_model(run_dir=run_dir, stage="report", model=updated)
 
 

@@ -70,7 +70,11 @@ def reports_changed(*, doc: ReportDoc, run_dir: Path) -> str | None:
     for by name in the run folder, which may have moved since stages/report.json named them by
     absolute path. A stage file from before eb recorded the digests is asked only for the
     presence of report.json and report.md; report.html is looked at only when its digest is
-    recorded (a run with --no-html wrote none)."""
+    recorded (a run with --no-html wrote none), and a page the run could not write is told as
+    such: `eb update` writes it."""
+    unwritten = _page_not_written(doc=doc, run_dir=run_dir)
+    if unwritten is not None:
+        return unwritten
     recorded = {REPORT_JSON: doc.report_json_sha256, REPORT_MD: doc.report_md_sha256}
     if doc.report_html_sha256 is not None:
         recorded[REPORT_HTML] = doc.report_html_sha256
@@ -90,6 +94,19 @@ def reports_changed(*, doc: ReportDoc, run_dir: Path) -> str | None:
     if len(edited) == 1:
         return f"{edited[0]} was edited after the report stage wrote it"
     return f"{_listed(edited)} were edited after the report stage wrote them"
+
+
+def _page_not_written(*, doc: ReportDoc, run_dir: Path) -> str | None:
+    """Why the run's report.html is not the page the report stage made: it could not be written
+    (a full disk), told with the cause it recorded, or as a taken place when something else
+    holds it now; None when the stage recorded no such fault."""
+    if doc.report_html_fault is None:
+        return None
+    if not (run_dir / REPORT_HTML).is_file():
+        taken = _taken_place(run_dir=run_dir, names=[REPORT_HTML])
+        if taken is not None:
+            return taken
+    return f"{REPORT_HTML} could not be written ({doc.report_html_fault})"
 
 
 def _taken_place(*, run_dir: Path, names: list[str]) -> str | None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from eval_banana.core import forked
 from eval_banana.core.errors import LinkLoopError, Problem, WriteFault, problem_of
+from eval_banana.core.files import clear_stale_file
 from eval_banana.core.record import Field, Record
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.settings.folders import STEP_SUMMARY_ENV, junit_file, summary_loop
@@ -28,6 +29,7 @@ from eval_banana.stagefiles.layout import REPORT_HTML
 if TYPE_CHECKING:
     from eval_banana.reporting.github import annotations, append_step_summary
     from eval_banana.reporting.html import write_html
+    from eval_banana.stages.report import PageWritten
 
 _LOADED_WHEN_USED = {
     "annotations": "eval_banana.reporting.github",
@@ -51,6 +53,7 @@ __all__ = [
     "append_step_summary",
     "finish_page",
     "forks_html",
+    "page_written",
     "start_html",
     "write_extra_reports",
     "write_html",
@@ -87,6 +90,9 @@ class ReportExtras(Record):
     # written (None: none asked for, or it could not be written).
     page_finished: bool = False
     page_digest: str | None = None
+    # Why report.html could not be written (the fault's cause), which stages/report.json
+    # records so that `eb status` calls the report stage stale and `eb update` writes it again.
+    page_fault: str | None = None
     # Outputs whose failure costs only themselves (the step summary): warnings to tell, each
     # with its fix when it has one.
     warnings: list[Problem] = Field(default_factory=list)
@@ -199,11 +205,31 @@ def finish_page(
     except (OSError, WriteFault, LinkLoopError) as exc:
         # A report CI reads is missing: a fault of the run (exit 3), never a setup error
         # (the checks ran); the rest is still written and the verdict still shown.
+        fault = _report_fault(path=path, exc=exc)
+        if isinstance(exc, WriteFault):
+            # An earlier page (`eb stage report`, `eb update`) would show the verdict it drew.
+            clear_stale_file(path=path)
+        extras.page_fault = fault.cause if isinstance(fault, WriteFault) else fault.message
         if extras.fault is None:
-            extras.fault = _report_fault(path=path, exc=exc)
+            extras.fault = fault
         return None
     extras.written.append(path)
     return extras.page_digest
+
+
+def page_written(
+    *,
+    extras: ReportExtras,
+    run_dir: Path,
+    report: dict[str, Any],
+    html: forked.Pending[str] | None = None,
+) -> "PageWritten":
+    """`finish_page`, as stages/report.json records the page: its digest, or why it could not
+    be written."""
+    from eval_banana.stages.report import PageWritten  # the report stage loads it already
+
+    digest = finish_page(extras=extras, run_dir=run_dir, report=report, html=html)
+    return PageWritten(digest=digest, fault=None if digest is not None else extras.page_fault)
 
 
 def _report_fault(

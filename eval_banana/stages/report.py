@@ -22,6 +22,14 @@ from eval_banana.stages.execute import document_digest, execution_ms
 REPORT_SCHEMA_VERSION = 1
 
 
+class PageWritten(NamedTuple):
+    """report.html as the report stage records it: the digest of the page written, or why it
+    could not be written (both None: no page was asked for)."""
+
+    digest: str | None = None
+    fault: str | None = None
+
+
 class ReportOutcome(NamedTuple):
     """What the report stage wrote: the report.json object, its stage document, the paths."""
 
@@ -161,13 +169,14 @@ def write_reports(
     inputs: dict[str, str] | None = None,
     run_id: str | None = None,
     built: dict[str, Any] | None = None,
-    page: Callable[[dict[str, Any]], str | None] | None = None,
+    page: Callable[[dict[str, Any]], PageWritten] | None = None,
 ) -> ReportOutcome:
     """Write report.json, report.md and stages/report.json (before any console output).
 
     `built` is the report object when the caller has built it already (`build_report`);
     `page` finishes report.html once the other reports are written, before the stage file that
-    records its digest (None: the run writes no page, or another writer records it).
+    records its digest, or why it could not be written (None: the run writes no page, or another
+    writer records it).
     """
     report = (
         built
@@ -186,7 +195,7 @@ def write_reports(
     with refusing_wrong_place(path=md_path, stage="report"):
         write_bytes_atomic(path=md_path, data=markdown_bytes)
     # Most often the page, rendered in a forked child meanwhile, is ready by now.
-    page_digest = page(report) if page is not None else None
+    written = page(report) if page is not None else PageWritten()
     if inputs is None:
         inputs = {
             "config": document_digest(doc=config),
@@ -202,7 +211,8 @@ def write_reports(
         extra_outputs=[],
         report_json_sha256=json_digest,
         report_md_sha256=sha256_bytes(data=markdown_bytes),
-        report_html_sha256=page_digest,
+        report_html_sha256=written.digest,
+        report_html_fault=written.fault,
     )
     doc = ReportDoc.model_validate(document)
     digest = write_stage_model(run_dir=run_dir, stage="report", model=doc)
