@@ -1469,3 +1469,33 @@ def test_since_alone_shows_every_run_since_then_and_what_they_cost(tmp_path: Pat
         "Total cost of the 2 runs shown: no cost reported."
         in eb("history", "--cwd", str(free)).stdout
     )
+
+
+def test_the_json_and_the_page_say_what_the_window_cost_as_the_text_does(
+    tmp_path: Path, eb: Eb
+) -> None:
+    """The text and Markdown ended with the window's total cost; `--format json` and `--html`
+    had only each run's, for the reader to add up (and to miss the runs without one)."""
+    root = _project(tmp_path / "p", {})
+    runs = _hourly_runs(count=40, cost_of=lambda n: None if n % 10 == 0 else 0.01)
+    synth.write(folder=root / ".eval-banana" / "history", records=runs)
+    view = json.loads(eb("history", "--cwd", str(root), "--format", "json").stdout)
+    jsonschema.validate(view, json.loads(packaged_schema("history")))
+    assert (view["cost_usd"], view["runs_without_cost"]) == (pytest.approx(0.27), 3), view
+    text = eb("history", "--cwd", str(root)).stdout
+    assert "Total cost of the 30 runs shown: $0.2700; 3 runs reported no cost (left out)." in text
+    page = tmp_path / "history.html"
+    assert eb("history", "--cwd", str(root), "--html", str(page)).exit_code == 0
+    assert (
+        "<dt>Total cost</dt><dd>$0.2700; 3 runs reported no cost (left out)</dd>"
+        in page.read_text()
+    )
+    free = _project(tmp_path / "free", {})
+    synth.write(
+        folder=free / ".eval-banana" / "history",
+        records=_hourly_runs(count=2, cost_of=lambda n: None),
+    )
+    none = json.loads(eb("history", "--cwd", str(free), "--json").stdout)
+    assert (none["cost_usd"], none["runs_without_cost"]) == (None, 2), none
+    assert eb("history", "--cwd", str(free), "--html", str(page)).exit_code == 0
+    assert "<dt>Total cost</dt><dd>no cost reported</dd>" in page.read_text()

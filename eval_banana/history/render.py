@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from eval_banana.core.words import dollars_text, percent_text, plural, visible
-from eval_banana.harness.usage import dollars_sum
 from eval_banana.history.view import CheckRow, FamilyRow, HistoryView, RunRef, RunRow
 
 
@@ -160,19 +159,24 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     ]
 
 
-def window_cost(runs: Sequence[RunRow]) -> str:
+def window_cost(view: HistoryView) -> str:
     """What the runs shown cost together, said under their table: the history answers what the
-    suite costs per week. The runs that reported no cost are left out of the sum, and counted,
-    so a sum of some of them never reads as the whole window's."""
-    costs = [run.cost_usd for run in runs if run.cost_usd is not None]
-    text = f"Total cost of the {plural(count=len(runs), noun='run')} shown: "
-    if not costs:
-        return text + "no cost reported."
-    text += dollars_text(dollars_sum(costs))
-    unknown = len(runs) - len(costs)
-    if unknown:
-        text += f"; {plural(count=unknown, noun='run')} reported no cost (left out)"
-    return text + "."
+    suite costs per week."""
+    return f"Total cost of the {plural(count=len(view.runs), noun='run')} shown: " + (
+        window_cost_figure(view) + "."
+    )
+
+
+def window_cost_figure(view: HistoryView) -> str:
+    """The window's cost (`view.cost_usd`), as the text, Markdown and the --html page say it:
+    the runs that reported no cost are left out of the sum, and counted, so a sum of some of
+    them never reads as the whole window's."""
+    if view.cost_usd is None:
+        return "no cost reported"
+    text = dollars_text(view.cost_usd)
+    if view.runs_without_cost:
+        text += f"; {plural(count=view.runs_without_cost, noun='run')} reported no cost (left out)"
+    return text
 
 
 def _title(view: HistoryView) -> str:
@@ -185,7 +189,7 @@ def to_text(view: HistoryView) -> str:
         return f"No run recorded in {view.folder} (in the window asked for).\n"
     lines = [f"Runs ({len(view.runs)} of {view.records} recorded, oldest first):"]
     lines += _table(_RUN_HEAD, [_run_cells(run) for run in view.runs])
-    lines.append(window_cost(view.runs))
+    lines.append(window_cost(view))
     if view.families:
         lines += ["", f"Dataset families ({len(view.families)}; {FAMILY_KEY}):"]
         lines += _table(FAMILY_HEAD, [family_cells(row) for row in view.families])
@@ -216,7 +220,7 @@ def to_markdown(view: HistoryView) -> str:
         return "\n".join([*lines, f"No run recorded in `{view.folder}`.", ""])
     lines += [f"## Runs ({len(view.runs)} of {view.records} recorded, oldest first)", ""]
     lines += _md_table(_RUN_HEAD, [_run_cells(run) for run in view.runs])
-    lines += ["", window_cost(view.runs)]
+    lines += ["", window_cost(view)]
     if view.families:
         lines += ["", f"## Dataset families ({len(view.families)})", "", f"{FAMILY_KEY}.", ""]
         lines += _md_table(FAMILY_HEAD, [family_cells(row) for row in view.families])

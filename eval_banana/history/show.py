@@ -15,6 +15,7 @@ from typing import Literal, NamedTuple
 from eval_banana.checks.idselectors import IdSelectors
 from eval_banana.checks.keywords import Selector
 from eval_banana.core.moments import parse_moment
+from eval_banana.harness.usage import dollars_sum
 from eval_banana.history.families import family_rows
 from eval_banana.history.merges import SHARD_LOOKAHEAD, superseded
 from eval_banana.history.read import Focus
@@ -176,11 +177,16 @@ def view_of(
 
     keep = check_filter(asked)
     rows = check_rows(window=window.runs, older=window.older, keep=keep, on_pending=narrow)
+    runs = [run_row(record=record) for record in window.runs]
+    costs = [run.cost_usd for run in runs if run.cost_usd is not None]
     return HistoryView(
         folder=folder,
         records=total,
         listing=asked.listing,
-        runs=[run_row(record=record) for record in window.runs],
+        runs=runs,
+        # What the window cost: the runs that reported no cost left out, and counted.
+        cost_usd=dollars_sum(costs) if costs else None,
+        runs_without_cost=len(runs) - len(costs),
         checks=listed(rows=rows, listing=asked.listing, min_flips=asked.min_flips),
         families=family_rows(runs=window.runs, keep=keep) if asked.listing == "all" else [],
     )

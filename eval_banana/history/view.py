@@ -168,6 +168,19 @@ class HistoryView(Record):
     records: int = Field(ge=0, description="Run records in the folder.")
     listing: Literal["all", "flaky", "slowest", "costliest"] = "all"
     runs: list[RunRow] = Field(default_factory=list, description="The window, oldest first.")
+    cost_usd: float | None = Field(
+        default=None,
+        ge=0,
+        description="What the runs of the window cost together, in dollars (their cost_usd "
+        "added up, as the text's `Total cost of the N runs shown`); null: no run of it "
+        "reported a cost.",
+    )
+    runs_without_cost: int = Field(
+        default=0,
+        ge=0,
+        description="Runs of the window that reported no cost: left out of cost_usd, and "
+        "counted so that the sum is not read as the whole window's.",
+    )
     checks: list[CheckRow] = Field(default_factory=list)
     families: list[FamilyRow] = Field(
         default_factory=list, description="Each dataset family of the window's checks, by id."

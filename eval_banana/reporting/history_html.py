@@ -24,6 +24,7 @@ from eval_banana.history.render import (
     rate_text,
     run_note,
     story,
+    window_cost_figure,
 )
 from eval_banana.history.summary import is_flaky
 from eval_banana.history.trend import Picture, Timeline
@@ -368,6 +369,8 @@ def render_history_html(*, picture: Picture, min_flips: int) -> str:
         ("From", first),
         ("To", latest),
         ("Checks", str(len(view.checks))),
+        # What the window cost together, as the text and Markdown say under their run table.
+        ("Total cost", window_cost_figure(view)),
         ("Folder", view.folder),
     ]
     strips = (picture.timelines.get(row.id) for row in view.checks)
