@@ -1,6 +1,7 @@
 """What a verdict depends on, per check: the components of its cache key.
 
-Every check: its `check_definition_sha256` (the YAML and any referenced script), its input state
+Every check: its `check_definition_sha256` (the YAML and any referenced script), a digest of
+the definition the plan holds (what runs), its input state
 (the files its `inputs:` match, or the whole project) and the names, never the values, of the
 environment variables the environment policy lets through (and the policy, under the
 allowlist). Then per type: a judge's agent, command line template, the variables the config
@@ -25,6 +26,7 @@ from pathlib import Path
 from eval_banana.cache.key import Component
 from eval_banana.cache.verdictsettings import agent_components, agent_executable
 from eval_banana.checks.inputs import CheckInputs, artifact_of, declared_inputs
+from eval_banana.checks.planneddigest import planned_definition_digest
 from eval_banana.core.version import tool_version
 from eval_banana.harness.prompt import judge_prompt
 from eval_banana.models.config import Settings
@@ -157,6 +159,9 @@ def check_components(*, check: PlannedCheck, context: KeyContext) -> list[Compon
     return [
         ("check_type", check.type),
         ("check_definition_sha256", check.check_definition_sha256),
+        # What runs is the plan's definition: a verdict reached on one edited in plan.json
+        # is never stored under the key of the definition its check file makes.
+        ("planned_definition", planned_definition_digest(check.definition)),
         ("input_scope", "project" if inputs is None else "declared"),
         # A case's family files are in its definition digest, not in its input state.
         (

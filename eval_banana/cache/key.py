@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-KEY_VERSION = 1
+KEY_VERSION = 2
 _PREFIX = b"eval-banana/verdict-cache-key/v%d\0" % KEY_VERSION
 
 Component = tuple[str, str]

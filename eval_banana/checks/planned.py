@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from eval_banana.checks.definition import FrozenScript, definition_digest
 from eval_banana.checks.plainwords import plain_words
+from eval_banana.checks.planneddigest import planned_definition_digest
 from eval_banana.checks.units import Unit
 from eval_banana.core.stem import artifact_stem, case_artifact_stem
 from eval_banana.models.result import SkippedCheck
@@ -39,6 +40,7 @@ def plan_check(*, unit: Unit, frozen: FrozenScript | None) -> tuple[PlannedCheck
         if case is not None
         else definition_digest(yaml_bytes=item.data, frozen=frozen),
         definition=definition,
+        definition_sha256=planned_definition_digest(definition),
         snapshot=f"{SNAPSHOTS_DIR}/{snapshot_stem}.py"
         if frozen and frozen.data is not None
         else None,
@@ -116,6 +118,7 @@ def plan_case(
     )
     values["check_definition_sha256"] = case.digest
     values["definition"] = definition
+    values["definition_sha256"] = planned_definition_digest(definition)
     values["case_id"] = case.case_id
     values["case"] = case.row
     values["case_index"] = case_index  # its place in the dataset: merges keep dataset order

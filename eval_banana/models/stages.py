@@ -143,6 +143,12 @@ class PlannedCheck(Record):
     stem: str
     check_definition_sha256: str
     definition: dict[str, Any] = Field(description="The normalized check definition.")
+    definition_sha256: str | None = Field(
+        default=None,
+        description="sha256:<hex> of `definition` as sorted, compact JSON, as validate wrote "
+        "it: a plan whose definition differs from it was edited after validate and is refused. "
+        "Null in a plan an earlier eb wrote.",
+    )
     snapshot: str | None = Field(
         default=None, description="Run-relative path of the frozen referenced script."
     )

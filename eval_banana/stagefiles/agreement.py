@@ -30,6 +30,7 @@ def _plan(doc: PlanDoc) -> Inconsistency | None:
     # Loaded here, once per plan: the check models and YAML cost start-up to commands that
     # never read a plan.
     from eval_banana.checks.definition import validate_mapping
+    from eval_banana.checks.planneddigest import planned_definition_digest
     from eval_banana.core.errors import DefinitionError
 
     def definition_problem(
@@ -64,6 +65,15 @@ def _plan(doc: PlanDoc) -> Inconsistency | None:
             snapshot_stem = artifact_stem(check_id=check.family)
         if check.definition.get("id") != own_id or check.definition.get("type") != check.type:
             return f"{where}.definition", "its id or type differs from the check's"
+        if (
+            check.definition_sha256 is not None
+            and planned_definition_digest(check.definition) != check.definition_sha256
+        ):
+            # Execute runs this definition: one edited after validate is not the check file's.
+            return f"{where}.definition", (
+                f"the definition of {check.id!r} is not the one validate planned from "
+                f"{check.source_path} (its definition_sha256)"
+            )
         problem = definition_problem(
             definition=check.definition,
             source=check.source_path,

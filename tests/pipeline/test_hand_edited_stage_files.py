@@ -1,0 +1,113 @@
+"""Stage files edited by hand into a pass: `eb status` must not call them ok, `eb update` must
+not report the pass, and the verdict cache must not keep it (docs/rerunning-stages.md, the
+`invalid` state)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+SCRIPT_CHECK = """\
+schema_version: 1
+id: {id}
+type: deterministic
+description: {id}
+script: |
+  import sys; sys.exit({code})
+"""
+
+
+def _eb(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("EVAL_BANANA_")}
+    return subprocess.run(
+        [sys.executable, "-m", "eval_banana", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=environ,
+        stdin=subprocess.DEVNULL,
+        timeout=180,
+    )
+
+
+def _project(root: Path, *, checks: dict[str, int], config: str = "") -> Path:
+    (root / "eval_checks").mkdir(parents=True)
+    (root / ".eval-banana").mkdir()
+    (root / ".eval-banana" / "config.toml").write_text(config)
+    for check_id, code in checks.items():
+        (root / "eval_checks" / f"{check_id}.yaml").write_text(
+            SCRIPT_CHECK.format(id=check_id, code=code)
+        )
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+def _run_dir(root: Path) -> Path:
+    (run_dir,) = sorted((root / ".eval-banana" / "results").iterdir())
+    return run_dir
+
+
+def _edit(run_dir: Path, name: str, change: Any) -> None:
+    path = run_dir / "stages" / name
+    document = json.loads(path.read_text())
+    change(document)
+    path.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+
+
+def _rows(root: Path, run_dir: Path) -> dict[str, str]:
+    done = _eb("status", "--run-dir", str(run_dir), cwd=root)
+    return {line.split()[0]: line for line in done.stdout.splitlines()[1:] if line.strip()}
+
+
+def _state(row: str) -> str:
+    return row.split()[2]
+
+
+def test_an_edited_planned_definition_is_invalid_refused_and_never_cached(tmp_path: Path) -> None:
+    root = _project(tmp_path / "p", checks={"bad": 1}, config='[cache]\nmode = "on"\n')
+    assert _eb("run", cwd=root).returncode == 1
+    run_dir = _run_dir(root)
+
+    def passing(document: dict[str, Any]) -> None:
+        document["checks"][0]["definition"]["script"] = "import sys; sys.exit(0)\n"
+
+    _edit(run_dir, "plan.json", passing)
+    rows = _rows(root, run_dir)
+    assert _state(rows["validate"]) == "invalid", rows["validate"]
+    assert "definition" in rows["validate"]
+    _eb("stage", "guard", "--run-dir", str(run_dir), cwd=root)
+    refused = _eb("stage", "execute", "--run-dir", str(run_dir), "--cache", "refresh", cwd=root)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "plan.json" in refused.stderr and "eb stage validate" in refused.stderr
+    # Stored under the real file's key, a pass reached on the edited script would be replayed.
+    fresh = _eb("run", cwd=root)
+    assert fresh.returncode == 1, fresh.stdout
+    updated = _eb("update", "--run-dir", str(run_dir), cwd=root)
+    assert updated.returncode == 1, updated.stdout + updated.stderr
+    assert all(_state(row) == "ok" for row in _rows(root, run_dir).values())
+
+
+def test_a_verdict_run_on_an_edited_definition_is_keyed_by_that_definition(tmp_path: Path) -> None:
+    """Even a plan edited with its definition digest to match: the cache keys what ran."""
+    root = _project(tmp_path / "p", checks={"bad": 1}, config='[cache]\nmode = "on"\n')
+    assert _eb("run", cwd=root).returncode == 1
+    run_dir = _run_dir(root)
+
+    def forged(document: dict[str, Any]) -> None:
+        from eval_banana.checks.planneddigest import planned_definition_digest
+
+        check = document["checks"][0]
+        check["definition"]["script"] = "import sys; sys.exit(0)\n"
+        check["definition_sha256"] = planned_definition_digest(check["definition"])
+
+    _edit(run_dir, "plan.json", forged)
+    _eb("stage", "guard", "--run-dir", str(run_dir), cwd=root)
+    executed = _eb("stage", "execute", "--run-dir", str(run_dir), "--cache", "refresh", cwd=root)
+    assert executed.returncode == 0, executed.stdout + executed.stderr
+    fresh = _eb("run", cwd=root)
+    assert fresh.returncode == 1, fresh.stdout
+    assert "bad: failed" in fresh.stdout
