@@ -49,6 +49,14 @@ def _plan(doc: PlanDoc) -> Inconsistency | None:
     repeated = _repeated(check.id for check in doc.checks)
     if repeated is not None:
         return "$.checks", f"check id {repeated!r} is planned twice"
+    whole = doc.selection.shard is None and doc.selection.select is None
+    if whole and doc.selected_checks is not None and doc.selected_checks != len(doc.checks):
+        # Without a shard or a selection file the plan holds every check it selected: one
+        # dropped from `checks` would never run, and the run would pass without it.
+        return "$.checks", (
+            f"holds {len(doc.checks)} checks where selected_checks says the selection "
+            f"holds {doc.selected_checks}"
+        )
     for index, check in enumerate(doc.checks):
         where = f"$.checks[{index}]"
         if check.stem != artifact_stem(check_id=check.id):

@@ -111,3 +111,21 @@ def test_a_verdict_run_on_an_edited_definition_is_keyed_by_that_definition(tmp_p
     fresh = _eb("run", cwd=root)
     assert fresh.returncode == 1, fresh.stdout
     assert "bad: failed" in fresh.stdout
+
+
+def test_a_check_dropped_from_the_plan_is_invalid_and_runs_again(tmp_path: Path) -> None:
+    root = _project(tmp_path / "p", checks={"good": 0, "bad": 1})
+    assert _eb("run", cwd=root).returncode == 1
+    run_dir = _run_dir(root)
+
+    def dropped(document: dict[str, Any]) -> None:
+        document["checks"] = [check for check in document["checks"] if check["id"] != "bad"]
+
+    _edit(run_dir, "plan.json", dropped)
+    rows = _rows(root, run_dir)
+    assert _state(rows["validate"]) == "invalid", rows["validate"]
+    assert "selected_checks" in rows["validate"]
+    updated = _eb("update", "--run-dir", str(run_dir), cwd=root)
+    assert updated.returncode == 1, updated.stdout + updated.stderr
+    report = json.loads((run_dir / "report.json").read_text())
+    assert len(report["checks"]) == 2

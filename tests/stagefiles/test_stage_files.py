@@ -92,7 +92,7 @@ def test_rescoring_changes_the_verdict_without_running_any_check(
     assert counter.read_text().count("ran") == 2  # nothing ran again
 
 
-def test_a_check_deleted_from_the_plan_is_gone_after_rerunning_execute(
+def test_a_check_deleted_from_the_plan_by_hand_is_refused(
     counted_project: Path, eb: Callable[..., EbResult]
 ) -> None:
     eb("run", "--cwd", str(counted_project))
@@ -101,12 +101,10 @@ def test_a_check_deleted_from_the_plan_is_gone_after_rerunning_execute(
     plan = json.loads(plan_path.read_text())
     plan["checks"] = [check for check in plan["checks"] if check["id"] != "fails"]
     plan_path.write_text(json.dumps(plan))
-    # guard.json vetted the plan as it was: a score is refused until the guard is rebuilt.
-    assert eb("stage", "guard", "--run-dir", str(run_dir)).exit_code == 0
-    assert eb("stage", "execute", "--run-dir", str(run_dir)).exit_code == 0
-    execute = json.loads((run_dir / "stages" / "execute.json").read_text())
-    assert [result["check_id"] for result in execute["results"]] == ["passes"]
-    assert eb("stage", "score", "--run-dir", str(run_dir)).exit_code == 0
+    # The selection still holds it: a plan without it would pass a run that never ran it.
+    refused = eb("stage", "guard", "--run-dir", str(run_dir))
+    assert refused.exit_code == 2
+    assert "selected_checks" in refused.stderr and "eb stage validate" in refused.stderr
 
 
 @pytest.mark.parametrize(
