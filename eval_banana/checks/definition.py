@@ -337,7 +337,10 @@ def _refuse_placeholders_without_cases(
     """A check without cases holding `{{ case.<field> }}` is refused: nothing fills it."""
     from eval_banana.datasets.keys import is_family
 
-    filled = [document.get(key) for key in ("description", "instructions", "artifact", "assert")]
+    filled = [
+        document.get(key)
+        for key in ("description", "instructions", "artifact", "script_path", "inputs", "assert")
+    ]
     if is_family(document) or not _may_hold_placeholder(filled):
         return
     from eval_banana.checks.leftplaceholders import refuse_left_placeholders

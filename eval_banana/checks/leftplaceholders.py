@@ -18,8 +18,9 @@ from eval_banana.core.errors import DefinitionError
 from eval_banana.core.words import visible
 from eval_banana.datasets.render import first_placeholder, strings_in
 
-# The fields naming a file a family fills in (its prose is left as written: see above).
-_TEXT_FIELDS = ("artifact",)
+# The fields naming a file (its prose is left as written: see above): a family fills the
+# artifact and its `inputs:` patterns, and none fills script_path.
+_TEXT_FIELDS = ("artifact", "script_path")
 
 
 def refuse_left_placeholders(
@@ -50,12 +51,15 @@ def refuse_left_placeholders(
 
 
 def _filled_fields(*, document: dict[str, Any]) -> Iterator[tuple[tuple[str | int, ...], str, Any]]:
-    """(location in the file, field path as validate names it, value) of each field a family
-    would fill that names a file or grades a value: the artifact, each assertion's path and
-    value."""
+    """(location in the file, field path as validate names it, value) of each field that
+    names a file or grades a value: the artifact, the script's path, each `inputs:` pattern,
+    each assertion's path and value."""
     for key in _TEXT_FIELDS:
         if key in document:
             yield (key,), key, document[key]
+    inputs = document.get("inputs")
+    for index, pattern in enumerate(inputs if isinstance(inputs, list) else []):
+        yield ("inputs", index), f"inputs.{index}", pattern
     assertions = document.get("assert")
     if document.get("type") != "assertions" or not isinstance(assertions, list):
         return

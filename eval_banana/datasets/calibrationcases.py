@@ -30,7 +30,8 @@ def calibration_definitions(*, definition: dict[str, Any]) -> list[dict[str, Any
     renderer = FamilyRenderer(definition=definition, sample=sample)
     # Each keeps the calibration cases: the sample judged under it is told by its case.
     return [
-        renderer.render(case_id=case_id, row=row) | {"calibration": renderer.calibration}
+        renderer.render(case_id=case_id, row=row, with_inputs=False)
+        | {"calibration": renderer.calibration}
         for _, case_id, row in _calibration_rows(renderer)
     ]
 
@@ -82,7 +83,7 @@ def calibration_problems(
                 )
                 continue
         try:
-            renderer.render(case_id=case_id, row=row)
+            renderer.render(case_id=case_id, row=row, with_inputs=False)
         except RenderProblem as exc:
             problems.append(
                 DefinitionError(

@@ -185,9 +185,12 @@ def expand_family(
                     f"{check_file}: {renderer.problem.told}",
                     file=check_file,
                     field_path=renderer.problem_at,
-                    hint=_LOGIC_HINT
-                    if renderer.problem.kind == "logic"
-                    else "use {{ case.<field> }}, or write {{{{ for a literal {{",
+                    hint=renderer.problem.hint
+                    or (
+                        _LOGIC_HINT
+                        if renderer.problem.kind == "logic"
+                        else "use {{ case.<field> }}, or write {{{{ for a literal {{"
+                    ),
                 )
             ],
         )

@@ -10,14 +10,17 @@ from collections.abc import Callable
 from typing import Any
 
 from eval_banana.core.jsonencoder import reused_encoder
+from eval_banana.core.words import visible
 from eval_banana.datasets.keys import DATASET_KEYS
 from eval_banana.datasets.problems import assertion_place
 from eval_banana.datasets.render import (
     RenderProblem,
     Template,
     compile_text,
+    first_placeholder,
     has_placeholder,
     render_path,
+    render_pattern,
     render_text,
     render_value,
     strings_in,
@@ -58,6 +61,14 @@ class FamilyRenderer:
         self.description = str(definition["description"])
         self.described = _template(self.description)
         self.kind = definition.get("type")
+        # The `inputs:` patterns a row fills (`prompts/{{ case.file }}`), by their place: each
+        # case is keyed on, and selected by, the files its own row names.
+        inputs = definition.get("inputs")
+        self.patterns: list[tuple[int, str]] = [
+            (index, pattern)
+            for index, pattern in enumerate(inputs if isinstance(inputs, list) else [])
+            if isinstance(pattern, str) and "{{" in pattern
+        ]
         instructions = str(definition.get("instructions") or "")
         self.placed = has_placeholder(instructions)
         self.instructions = instructions
@@ -70,6 +81,8 @@ class FamilyRenderer:
         # What no row can fix is one error for the family, at its field, not one per case.
         # `sample` (a row) only words the placeholder a stray `{{` most likely meant.
         self.problem, self.problem_at = self._unfixable(sample=sample)
+        if self.problem is None:
+            self.problem, self.problem_at = _unfilled(definition=definition)
         if self.problem is None and not self.placed and self.kind == "harness_judge":
             try:
                 self.fixed = render_text(text=instructions, case={})
@@ -80,6 +93,7 @@ class FamilyRenderer:
         """The first token of the family's texts that no row can fix (`{% if case.x %}`, a
         stray `{{`), with the place it is told at and its field's path in the check file."""
         texts: list[tuple[str, str, Any]] = [("description", "description", self.description)]
+        texts.extend((f"inputs.{index}", f"inputs.{index}", text) for index, text in self.patterns)
         if self.kind == "harness_judge":
             texts.append(("instructions", "instructions", self.instructions))
         elif self.kind == "assertions":
@@ -97,10 +111,22 @@ class FamilyRenderer:
                     return found, field_path
         return None, ""
 
-    def render(self, *, case_id: str, row: dict[str, Any]) -> dict[str, Any]:
+    def render(
+        self, *, case_id: str, row: dict[str, Any], with_inputs: bool = True
+    ) -> dict[str, Any]:
+        """The family's definition for one row. `with_inputs`: fill its `inputs:` patterns too
+        (a calibration row is judged once, keyed on nothing of the project, and need not name
+        a file)."""
         rendered = self.base.copy()
         place = "description"
         try:
+            if self.patterns and with_inputs:
+                patterns = list(rendered["inputs"])
+                for index, text in self.patterns:
+                    place = f"inputs.{index}"
+                    patterns[index] = render_pattern(text=text, case=row)
+                rendered["inputs"] = patterns
+                place = "description"
             # A tag over the case was refused before any row; any other tag is text.
             if "{{" in self.description:
                 rendered["description"] = self.described(row)
@@ -130,6 +156,47 @@ class FamilyRenderer:
             exc.place = place  # which of the family's texts asked for the field
             raise
         return rendered
+
+
+# The fields a row never fills, and the fix for a placeholder in each (told before any row).
+_UNFILLED_HINTS = {
+    "tags": "a family's tags are the same for every case: give the rows a tags field of their "
+    "own (a row's tags add to the family's), or write the tag itself",
+    "skip": "a family's skip skips every case as written: give the rows a skip field of their "
+    "own (it skips that case alone), or write the reason itself",
+    "script_path": "one script runs every case: name its file itself, and have the script read "
+    "the case from its context.json ('case')",
+    "script": "a script runs as written, never filled: read the case from its context.json "
+    "('case', json.load(open(sys.argv[1]))['case']); to keep that text in the script, split "
+    "it ('{{' ' case.x }}')",
+}
+
+
+def _unfilled(*, definition: dict[str, Any]) -> tuple[RenderProblem | None, str]:
+    """The first `{{ case.<field> }}` placeholder in a field no row fills (`tags`, `skip`,
+    `script_path`, `script`), which would otherwise be taken as the literal text, with its
+    field's path."""
+    for key, hint in _UNFILLED_HINTS.items():
+        value = definition.get(key)
+        found = [(key, value)] if isinstance(value, str) else []
+        if key == "tags" and isinstance(value, list):
+            found = [(f"tags.{index}", tag) for index, tag in enumerate(value)]
+        for place, text in found:
+            placeholder = (
+                first_placeholder(text) if isinstance(text, str) and "{{" in text else None
+            )
+            if placeholder is None:
+                continue
+            problem = RenderProblem(
+                f"{visible(placeholder)!r} is a dataset placeholder, but eb fills none in "
+                f"{key}: it would be taken as the literal text",
+                field=None,
+                kind="unfilled",
+                hint=hint,
+            )
+            problem.place = place
+            return problem, place
+    return None, ""
 
 
 def _template(text: str) -> Callable[[dict[str, Any]], str]:

@@ -31,6 +31,11 @@ def _render_hint(problem: RenderProblem, *, row: Row) -> str:
             f"a placeholder inside text takes a text field: write {problem.field} as text in "
             f'the dataset ("1", not 1), or take {{{{ case.{problem.field} }}}} out of {place}'
         )
+    if problem.kind == "input_pattern":
+        return (
+            f"a value filling {place} names the file the case reads, below the project root "
+            f"(a path such as a.txt or sub/a.txt): fix {problem.field} in the row"
+        )
     if problem.kind == "key_clash":
         return f"give the mapping in {place} keys that differ in every row"
     if problem.kind == "path_syntax":

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from eval_banana.core.words import visible
+from eval_banana.projectstate.patterns import escaped, pattern_problem
 
 # What a placeholder's field may be: no space and no brace (`unplaceable` tells the rest).
 _FIELD = r"[^\s{}]+"
@@ -27,16 +28,25 @@ _WHOLE = re.compile(r"\{\{\s*case\.(" + _FIELD + r")\s*\}\}")
 
 class RenderProblem(Exception):
     """Why a text could not be rendered: `field` names the case field (or None), `kind` is
-    `missing` (no such field), `not_text` (a value where text goes), `token` (a stray `{{`) or
-    `logic` (a tag over the case, `{% if case.x %}`), so that the rows sharing one problem can
-    be told as one. `place` is the check file's field whose text was being rendered
-    (`description`, `assert.1.value`), set by the caller that knows it."""
+    `missing` (no such field), `not_text` (a value where text goes), `token` (a stray `{{`),
+    `logic` (a tag over the case, `{% if case.x %}`), `input_pattern` (a value that makes no
+    `inputs:` pattern) or `unfilled` (a placeholder in a field no row fills), so that the rows
+    sharing one problem can be told as one. `place` is the check file's field whose text was
+    being rendered (`description`, `assert.1.value`), set by the caller that knows it."""
 
-    def __init__(self, message: str, *, field: str | None, kind: str) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        field: str | None,
+        kind: str,
+        hint: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.field = field
         self.kind = kind
+        self.hint = hint  # the fix, for a problem that brings its own
         self.place: str | None = None
 
     @property
@@ -125,6 +135,53 @@ def render_text(*, text: str, case: dict[str, Any], whole_numbers: bool = False)
         return value
 
     return _TOKEN.sub(replace, text)
+
+
+def render_pattern(*, text: str, case: dict[str, Any]) -> str:
+    """An `inputs:` pattern with each placeholder filled by its case field as a file's path
+    (`prompts/{{ case.file }}`). A row's value is data, never glob syntax: each `*`, `?` and
+    `[` in it is matched as written (`rows[1].txt` names that file, not `rows1.txt`). A filled
+    pattern that is no pattern (`..` in it, a backslash, nothing left) or that a value turns
+    into an exclusion (`!` first) is the row's problem."""
+    render_text(text=text, case=case)  # a missing field or a value that is not text
+    fields: list[str] = []
+
+    def replace(match: re.Match[str]) -> str:
+        token = match.group(0)
+        if token == "{{{{":
+            return "{{"
+        field = match.group(1)
+        if field is None:  # a tag that reads no case: text
+            return token
+        fields.append(field)
+        return escaped(case[field])
+
+    filled = _TOKEN.sub(replace, text)
+    if not fields:
+        return filled
+    culprit = next((field for field in fields if _no_path(case[field])), fields[0])
+    why: str | None = "would be an exclusion ('!' first), not the files the case reads"
+    if not filled.startswith("!") or text.startswith("!"):
+        why = pattern_problem(filled)
+    if why is None:
+        return filled
+    raise RenderProblem(
+        f"field '{culprit}' is {_quoted(case[culprit])}: filled in, the pattern "
+        f"{_quoted(filled)} {why}",
+        field=culprit,
+        kind="input_pattern",
+    )
+
+
+def _no_path(value: str) -> bool:
+    """Whether a row's value could not name a file below the project root on its own."""
+    return (
+        not value.strip()
+        or "\\" in value
+        or "\x00" in value
+        or value.startswith(("/", "!"))
+        or ".." in value.split("/")
+    )
 
 
 # What a path reads as syntax in a key: `.` separates keys, `[` and `]` enclose an index.
