@@ -19,6 +19,7 @@ from eval_banana.datasets.render import (
     compile_text,
     first_placeholder,
     has_placeholder,
+    placeholder_fields,
     render_path,
     render_pattern,
     render_text,
@@ -150,12 +151,42 @@ class FamilyRenderer:
                     place = assertion_place(index=index, key="value")
                     if "value" in filled:
                         filled["value"] = render_value(value=filled["value"], case=row)
+                        if filled.get("op") in _FINDING_OPERATORS:
+                            _refuse_blank_operand(
+                                op=filled["op"], written=assertion["value"], row=row
+                            )
                     assertions.append(filled)
                 rendered["assert"] = assertions
         except RenderProblem as exc:
             exc.place = place  # which of the family's texts asked for the field
             raise
         return rendered
+
+
+# The operators that hold when their value is found anywhere in the string: a value of only
+# spaces is found in nearly every answer.
+_FINDING_OPERATORS = frozenset({"contains", "matches"})
+
+
+def _refuse_blank_operand(*, op: str, written: Any, row: dict[str, Any]) -> None:
+    """Raise the problem of a `contains` or `matches` value that a row's blank field (a CSV
+    cell of spaces, `capital, , `) filled with only whitespace: it holds for almost any answer,
+    as an empty one holds for every answer (refused by the check's model). A value of spaces
+    written in the check file itself is meant, and stays."""
+    if not isinstance(written, str) or "{{" not in written:
+        return
+    filled = render_text(text=written, case=row)
+    if not filled or filled.strip():
+        return
+    field = next(
+        field for field in placeholder_fields(written) if not str(row.get(field, "")).strip()
+    )
+    raise RenderProblem(
+        f"field '{field}' is {visible(repr(row[field]))}, only whitespace: {op} finds that in "
+        "almost any answer, so the case could hardly fail",
+        field=field,
+        kind="blank_operand",
+    )
 
 
 # The fields a row never fills, and the fix for a placeholder in each (told before any row).

@@ -36,6 +36,12 @@ def _render_hint(problem: RenderProblem, *, row: Row) -> str:
             f"a value filling {place} names the file the case reads, below the project root "
             f"(a path such as a.txt or sub/a.txt): fix {problem.field} in the row"
         )
+    if problem.kind == "blank_operand":
+        return (
+            f"write the text {place} should find in {problem.field} of the row (a blank cell "
+            f"is most often one left empty by mistake), or take {{{{ case.{problem.field} }}}} "
+            f"out of {place}; to look for a space, write the value in the check file itself"
+        )
     if problem.kind == "key_clash":
         return f"give the mapping in {place} keys that differ in every row"
     if problem.kind == "path_syntax":

@@ -84,6 +84,11 @@ def first_placeholder(text: str) -> str | None:
     return None
 
 
+def placeholder_fields(text: str) -> list[str]:
+    """The fields the `{{ case.<field> }}` placeholders of `text` name, in order."""
+    return [match.group(1) for match in _TOKEN.finditer(text) if match.group(1)]
+
+
 def strings_in(value: Any) -> Iterator[str]:
     """The strings of a text field or an expected value (lists and mappings walked, a
     mapping's keys as well as its values: a key is filled in too)."""
