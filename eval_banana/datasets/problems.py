@@ -7,7 +7,12 @@ from eval_banana.core.errors import DefinitionError
 from eval_banana.core.jsonvalues import TOO_SMALL
 from eval_banana.core.suggest import closest
 from eval_banana.datasets.celltypes import NumberOutOfRange
-from eval_banana.datasets.render import RenderProblem, json_kind, unplaceable
+from eval_banana.datasets.render import (
+    RenderProblem,
+    json_kind,
+    not_text_message,
+    unplaceable,
+)
 from eval_banana.datasets.rows import Row, row_line, row_where
 
 # Up to this many cases share one rendering problem, each is its own error; beyond, they are one
@@ -15,8 +20,9 @@ from eval_banana.datasets.rows import Row, row_line, row_where
 RENDER_PROBLEMS_LISTED = 3
 
 
-def _render_hint(problem: RenderProblem, *, row: Row) -> str:
-    """The fix for a text the rows could not fill: what to change, and where."""
+def _render_hint(problem: RenderProblem, *, row: Row, kinds: list[str] | None = None) -> str:
+    """The fix for a text the rows could not fill: what to change, and where. `kinds`: for a
+    value that is not text, what the values of the rows told together are (else the one's)."""
     place = problem.place or "the family's text"
     if problem.kind == "not_text" and row.cells_are_text:
         # A CSV cell is text: only the family's case_schema made it another type, which the
@@ -27,9 +33,12 @@ def _render_hint(problem: RenderProblem, *, row: Row) -> str:
             f"}}}} out of {place}, or give the rows a text column of their own for it"
         )
     if problem.kind == "not_text":
+        found = kinds or [str(problem.value_kind)]
+        # `"1", not 1` fits a number; a null, a list, a mapping or a boolean has no one text.
+        example = ' ("1", not 1)' if found == ["a number"] else ""
         return (
             f"a placeholder inside text takes a text field: write {problem.field} as text in "
-            f'the dataset ("1", not 1), or take {{{{ case.{problem.field} }}}} out of {place}'
+            f"the dataset{example}, or take {{{{ case.{problem.field} }}}} out of {place}"
         )
     if problem.kind == "input_pattern":
         return (
@@ -87,16 +96,24 @@ def render_problems(
             for row, case_id, exc in failures
         ]
     last_row, last_id, _ = failures[-1]
+    told = _told(problem=first, row=first_row)
+    kinds: list[str] | None = None
+    if first.kind == "not_text" and first.field is not None:
+        # The rows' values may be of several kinds (null in one, a list in another): the
+        # summary names each, true of every row it stands for.
+        kinds = list(dict.fromkeys(str(exc.value_kind) for _, _, exc in failures))
+        told = f"{first.place}: " if first.place else ""
+        told += not_text_message(field=first.field, kinds=kinds)
     return [
         DefinitionError(
             f"{check_file}: {len(failures):,} of {rows:,} cases: "
-            f"{_told(problem=first, row=first_row)}; the first is "
+            f"{told}; the first is "
             f"case '{first_id}' ({_where(row=first_row, check_file=check_file)}), the last "
             f"case '{last_id}' ({_where(row=last_row, check_file=check_file)})",
             # Many rows: most likely the family's text asks for what no row has.
             file=check_file,
             field_path=field_path,
-            hint=_render_hint(first, row=first_row),
+            hint=_render_hint(first, row=first_row, kinds=kinds),
         )
     ]
 

@@ -40,13 +40,17 @@ class RenderProblem(Exception):
         *,
         field: str | None,
         kind: str,
+        value_kind: str | None = None,
         hint: str | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.field = field
         self.kind = kind
-        self.hint = hint  # the fix, for a problem that brings its own
+        # `not_text`: what the value is instead (`null`, `a list`), to word a summary of many
+        # rows true of each; `hint`: the fix, for a problem that brings its own.
+        self.value_kind = value_kind
+        self.hint = hint
         self.place: str | None = None
 
     @property
@@ -133,13 +137,21 @@ def render_text(*, text: str, case: dict[str, Any], whole_numbers: bool = False)
             return str(value)
         if not isinstance(value, str):
             raise RenderProblem(
-                f"field '{field}' is {json_kind(value)}, not text, where text goes",
+                not_text_message(field=field, kinds=[json_kind(value)]),
                 field=field,
                 kind="not_text",
+                value_kind=json_kind(value),
             )
         return value
 
     return _TOKEN.sub(replace, text)
+
+
+def not_text_message(*, field: str, kinds: list[str]) -> str:
+    """That a field's values are not text where text goes, named by what they are (one kind,
+    or those of many rows: `null, a list or a boolean`)."""
+    named = kinds[0] if len(kinds) == 1 else ", ".join(kinds[:-1]) + f" or {kinds[-1]}"
+    return f"field '{field}' is {named}, not text, where text goes"
 
 
 def render_pattern(*, text: str, case: dict[str, Any]) -> str:
