@@ -153,8 +153,9 @@ def _not_a_dataset(*, pattern: str, file: str, narrowed: str, check_file: str) -
 
 def _narrowed(*, pattern: str, paths: list[Path]) -> str:
     """`pattern` matching only files of the kind most of the datasets it matched are (JSONL
-    when none is): its last part ends in `*<suffix>`."""
-    kinds = Counter(path.suffix.lower() for path in paths if path.suffix.lower() in SUFFIXES)
+    when none is): its last part ends in `*<suffix>`, spelt as those files spell it (a glob
+    is matched case by case: `*.jsonl` would miss `rows.JSONL` on Linux)."""
+    kinds = Counter(path.suffix for path in paths if path.suffix.lower() in SUFFIXES)
     kind = kinds.most_common(1)[0][0] if kinds else ".jsonl"
     folder, _, last = pattern.rstrip("/").rpartition("/")
     if last == "**":

@@ -134,6 +134,23 @@ def test_a_file_a_glob_matches_that_is_no_dataset_names_the_glob_narrowed(tmp_pa
     }
 
 
+def test_the_narrowed_glob_spells_the_suffix_as_the_dataset_files_do(tmp_path: Path) -> None:
+    # `data/*.jsonl` was suggested beside `rows.JSONL`: on Linux it matches nothing.
+    from eval_banana.datasets.expand import expand_family
+
+    _tree(tmp_path, ["data/rows.JSONL", "data/notes.txt"])
+    (tmp_path / "data/rows.JSONL").write_text('{"name": "x"}\n')
+    expansion = expand_family(
+        definition={"id": "f", "type": "deterministic", "description": "d", "cases_from": "data/*"},
+        check_file="c.yaml",
+        project_root=tmp_path,
+        max_cases=10,
+        skipped=Skipped(names=frozenset(), folders=frozenset()),
+    )
+    (problem,) = expansion.problems
+    assert problem.hint == "narrow the glob to the dataset files, e.g. cases_from: 'data/*.JSONL'"
+
+
 def _run_folder(folder: Path) -> None:
     """`folder` made a run folder as eb makes one: its config stage names eb's schema."""
     schema = envelope(stage="config", run_id="r", inputs={})["$schema"]
