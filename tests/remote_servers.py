@@ -200,6 +200,9 @@ class Hostile:
         self.put_delay = 0.0  # seconds each PUT waits, its body read, before it is stored
         self.redirect_to = ""
         self.url = ""
+        # When set, as a proxy that authenticates by query: every request whose query is not
+        # this one is answered 401 (objects are stored by path, the query left out).
+        self.required_query = ""
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -217,6 +220,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _spoiled(self) -> bool:
         state: Hostile = self.server.state
         state.requests.append((self.command, self.path, self.headers.get("Authorization")))
+        if state.required_query and urlsplit(self.path).query != state.required_query:
+            self._answer(401, b"a token in the query is required")
+            return True
         if state.delay:
             time.sleep(state.delay)
         if state.mode == "slow":
@@ -239,11 +245,16 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             if state.mode == "redirect_once":
                 state.mode = "ok"
             self.send_response(302)
-            self.send_header("Location", state.redirect_to + self.path)
+            self.send_header("Location", state.redirect_to + self._key)
             self.send_header("Content-Length", "0")
             self.end_headers()
             return True
         return False
+
+    @property
+    def _key(self) -> str:
+        """The object a request names: its path without the query."""
+        return urlsplit(self.path).path
 
     def _answer(self, status: int, body: bytes, *, length: int | None = None) -> None:
         self.send_response(status)
@@ -256,7 +267,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if self._spoiled():
             return
         state: Hostile = self.server.state
-        data = state.objects.get(self.path)
+        data = state.objects.get(self._key)
         if data is None:
             self._answer(404, b"")
         elif state.mode == "truncated":
@@ -303,7 +314,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def do_HEAD(self) -> None:  # noqa: N802
         if self._spoiled():
             return
-        data = self.server.state.objects.get(self.path)
+        data = self.server.state.objects.get(self._key)
         self._answer(404 if data is None else 200, b"", length=0 if data is None else len(data))
 
     def do_PUT(self) -> None:  # noqa: N802
@@ -318,7 +329,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if self.server.state.mode == "no_folder":
             self._answer(409, b"no such folder")
             return
-        self.server.state.objects[self.path] = body
+        self.server.state.objects[self._key] = body
         self._answer(201, b"")
 
 

@@ -1201,3 +1201,26 @@ def test_a_query_secret_of_the_remote_or_its_endpoint_reaches_no_file(
     assert secret not in first.last.stdout + first.last.stderr
     for body in hostile_server.objects.values():
         assert secret.encode() not in body
+
+
+def test_a_cache_behind_a_proxy_that_reads_a_query_token_is_shared(
+    tmp_path: Path, eb: Callable[..., Any], hostile_server: Hostile
+) -> None:
+    """`--cache-remote http://host/cache?token=...`, a proxy that authenticates by the query:
+    eb kept only the URL's path, so every request was refused 401 and nothing was shared. The
+    query now goes with every request, and no file or output of eb's holds it."""
+    token = "qtok-" + "8" * 24
+    hostile_server.required_query = f"token={token}"
+    first, second = runners(tmp_path=tmp_path, eb=eb)
+    url = f"{hostile_server.url}?token={token}"
+    counts, started = run(first, url)
+    assert started == 3 and counts["remote_writes"] == 3 and counts["remote_errors"] == 0
+    counts, started = run(second, url)
+    assert started == 0 and counts["remote_hits"] == 3 and counts["remote_errors"] == 0
+    assert {path.partition("?")[2] for _, path, _ in hostile_server.requests} == {f"token={token}"}
+    for runner in (first, second):
+        assert token not in runner.last.stdout + runner.last.stderr
+        written = [path for path in runner.root.rglob("*") if path.is_file()]
+        assert not [path for path in written if token.encode() in path.read_bytes()]
+        assert "?***" in next(runner.root.rglob("stages/config.json")).read_text()
+

@@ -5,9 +5,11 @@
 
 The standard library's client, one connection per request, each bounded by the timeout from
 connecting to the last byte. A bearer token comes from EVAL_BANANA_CACHE_TOKEN and goes only
-into the Authorization header (never into a URL eb shows or a file it writes). A redirect is
-followed only to the same scheme, host and port: a cache that sends eb elsewhere could hand
-out anyone's verdicts, and would receive the token.
+into the Authorization header (never into a URL eb shows or a file it writes). A query string
+of the URL (`?token=...`, what a proxy that authenticates by query reads) goes with every
+request, and is masked in every message, as the URL's password is. A redirect is followed only
+to the same scheme, host and port: a cache that sends eb elsewhere could hand out anyone's
+verdicts, and would receive the token and the query.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ import socket
 import time
 from collections.abc import Iterator, Mapping
 from typing import BinaryIO, NamedTuple
-from urllib.parse import unquote, urljoin, urlsplit
+from urllib.parse import quote, unquote, urljoin, urlsplit
 
+from eval_banana.core.secreturl import MASK
 from eval_banana.remote.backend import (
     CHUNK,
     WRITE_REFUSED,
@@ -53,6 +56,7 @@ class HttpBackend(WholeObjects, WholeWrites):
         prefix: str,
         timeout: float,
         authorization: str | None,
+        query: str = "",
     ) -> None:
         self.scheme = scheme
         self.host = host
@@ -60,6 +64,8 @@ class HttpBackend(WholeObjects, WholeWrites):
         self.prefix = prefix.rstrip("/")
         self.timeout = timeout
         self._authorization = authorization
+        # Sent with every request, never shown: messages name a request by its path alone.
+        self._query = _sendable(query)
         self.sent = Meter()  # each request on the wire: a redirect and a folder made count
         self.url = f"{scheme}://{_authority(host=host, port=port)}{self.prefix}"
 
@@ -82,6 +88,7 @@ class HttpBackend(WholeObjects, WholeWrites):
             prefix=parts.path,
             timeout=timeout,
             authorization=authorization,
+            query=parts.query,
         )
 
     def _target(self, *, kind: Kind, name: str) -> str:
@@ -132,7 +139,12 @@ class HttpBackend(WholeObjects, WholeWrites):
         """The error of an answer that is not the one asked for; for 401 and 403, what it
         most likely means, since the status alone does not say which setting to fix."""
         meaning = ""
-        if status == 401 and self._authorization is None:
+        if status == 401 and self._authorization is None and self._query:
+            meaning = (
+                " (unauthorized: the server refused the query string of the URL, and eb sent "
+                f"no other credentials; check the query, or give a token in {TOKEN_VARIABLE})"
+            )
+        elif status == 401 and self._authorization is None:
             meaning = (
                 " (unauthorized: eb sent no credentials; give them in the URL, "
                 f"https://user:password@host/prefix, or a token in {TOKEN_VARIABLE})"
@@ -166,20 +178,24 @@ class HttpBackend(WholeObjects, WholeWrites):
     ) -> tuple[int, int | None]:
         """(status, length) of one request, redirects on the same host followed, all before
         `deadline` (by default the timeout from now). The length is the bytes a 200 answer
-        wrote into `sink`, else the Content-Length (or None)."""
+        wrote into `sink`, else the Content-Length (or None). `path` goes without a query:
+        the URL's is added to each request sent."""
         if deadline is None:
             deadline = time.monotonic() + self.timeout
+        query = self._query
         for _ in range(_REDIRECTS + 1):
             status, length, location = self._once(
-                method=method, path=path, body=body, sink=sink, deadline=deadline
+                method=method, path=path, query=query, body=body, sink=sink, deadline=deadline
             )
             if status not in _REDIRECT_CODES:
                 return status, length
-            path = self._same_origin(location=location, path=path)
+            path, query = self._same_origin(location=location, path=path)
         raise RemoteError(f"{method} {path}: more than {_REDIRECTS} redirects")
 
-    def _same_origin(self, *, location: str | None, path: str) -> str:
-        """The path a redirect leads to, if it stays on this scheme, host and port."""
+    def _same_origin(self, *, location: str | None, path: str) -> tuple[str, str]:
+        """The path and query a redirect leads to, if it stays on this scheme, host and port.
+        The URL's query goes on with it (a proxy that authenticates by query asks for it on
+        each request), unless the redirect's own query already holds it."""
         if not location:
             raise RemoteError(f"{path}: a redirect without a Location")
         where = _authority(host=self.host, port=self.port)
@@ -187,19 +203,25 @@ class HttpBackend(WholeObjects, WholeWrites):
         try:
             origin = (target.scheme, target.hostname, target.port)
         except ValueError:  # a port that is no number: no origin eb could compare
-            raise RemoteError(f"{path}: redirected to a URL eb cannot read ({location})") from None
+            said = self._masked(location)
+            raise RemoteError(f"{path}: redirected to a URL eb cannot read ({said})") from None
         if origin != (self.scheme, self.host, self.port):
             raise RemoteError(
                 f"{path}: redirected to another host ({target.scheme}://{target.netloc}), "
                 "which eb refuses"
             )
-        return target.path + (f"?{target.query}" if target.query else "")
+        return target.path, _joined(own=self._query, given=_sendable(target.query))
+
+    def _masked(self, text: str) -> str:
+        """`text` without the URL's query, which a server may echo in what eb shows."""
+        return text.replace(self._query, MASK) if self._query else text
 
     def _once(
         self,
         *,
         method: str,
         path: str,
+        query: str,
         body: _Body | None,
         sink: Sink | None,
         deadline: float,
@@ -217,14 +239,15 @@ class HttpBackend(WholeObjects, WholeWrites):
         headers = {"User-Agent": "eval-banana"}
         if self._authorization:
             headers["Authorization"] = self._authorization
+        sent = f"{path}?{query}" if query else path
         try:
             if body is None:
-                connection.request(method, path, headers=headers)
+                connection.request(method, sent, headers=headers)
             else:
                 body.source.seek(0)  # a retry or a redirect sends it again from the start
                 headers["Content-Length"] = str(body.size)
                 _send_body(
-                    connection=connection, method=method, path=path, headers=headers, body=body
+                    connection=connection, method=method, path=sent, headers=headers, body=body
                 )
             response = connection.getresponse()
             length_text = response.getheader("Content-Length")
@@ -241,7 +264,7 @@ class HttpBackend(WholeObjects, WholeWrites):
                 raise RemoteError(f"{method} {path}: timed out") from None
             if isinstance(exc, RemoteError):
                 raise
-            raise RemoteError(f"{method} {path}: {_cause(exc)}") from None
+            raise RemoteError(f"{method} {path}: {self._masked(_cause(exc))}") from None
         finally:
             watchdog.cancel()
             connection.close()
@@ -252,6 +275,19 @@ def _authority(*, host: str, port: int | None) -> str:
     address (`::1`), which a URL needs back: without them its colons read as the port's."""
     written = f"[{host}]" if ":" in host else host
     return written if port is None else f"{written}:{port}"
+
+
+def _sendable(query: str) -> str:
+    """`query` as a request line may carry it: what HTTP forbids there (a space, a control
+    character) percent-encoded, the rest (`%xx`, `&`, `=`) as written."""
+    return quote(query, safe="!#$%&'()*+,/:;=?@[]~")
+
+
+def _joined(*, own: str, given: str) -> str:
+    """A redirect's query `given`, then each parameter of the URL's own query `own` it lacks."""
+    held = given.split("&") if given else []
+    missing = [part for part in own.split("&") if part and part not in held]
+    return "&".join([*held, *missing])
 
 
 def _cut(connection: http.client.HTTPConnection) -> None:

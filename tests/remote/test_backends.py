@@ -341,3 +341,43 @@ def test_a_write_and_the_folders_it_makes_share_one_timeout(hostile_server: Host
     with pytest.raises(RemoteError, match="timed out"):
         backend.put(kind="ac", name=NAME, data=b"an entry")
     assert time.monotonic() - started < 0.5 + 0.15
+
+
+def test_the_query_of_an_http_url_goes_with_every_request_and_into_no_message() -> None:
+    """A cache behind a proxy that authenticates by a token in the query
+    (`http://host/cache?token=...`): the query went nowhere (eb kept only the URL's path), so
+    every request was refused 401. It goes with every request, a same-origin redirect's too,
+    and never into a message or the URL eb shows."""
+    token = "tok-" + "4" * 20
+    with hostile() as server, hostile() as elsewhere:
+        server.required_query = f"token={token}"
+        backend = _open(f"{server.url}?token={token}")
+        assert token not in backend.url
+        assert backend.get(kind="ac", name=NAME) is None
+        backend.put(kind="ac", name=NAME, data=b"an entry")
+        assert backend.head(kind="ac", name=NAME) == len(b"an entry")
+        assert backend.get(kind="ac", name=NAME) == b"an entry"
+        assert server.objects == {f"/cache/ac/{NAME}": b"an entry"}
+        assert {path.partition("?")[2] for _, path, _ in server.requests} == {f"token={token}"}
+        # A redirect on the same origin keeps the query (the Location has none of its own).
+        server.objects[f"/elsewhere/cache/ac/{NAME}"] = b"moved"
+        server.mode = "redirect_once"
+        server.redirect_to = "/elsewhere"
+        server.requests.clear()
+        assert backend.get(kind="ac", name=NAME) == b"moved"
+        assert [path for _, path, _ in server.requests] == [
+            f"/cache/ac/{NAME}?token={token}",
+            f"/elsewhere/cache/ac/{NAME}?token={token}",
+        ]
+        # Another origin is refused before anything is sent there: it never sees the query.
+        server.mode = "redirect"
+        server.redirect_to = elsewhere.url.rsplit("/cache", 1)[0]
+        with pytest.raises(RemoteError, match="another host") as refused:
+            backend.get(kind="ac", name=NAME)
+        assert token not in str(refused.value) and elsewhere.requests == []
+        # A refusal names the request without its query, and what the 401 most likely means.
+        server.mode = "ok"
+        server.required_query = "token=another"
+        with pytest.raises(RemoteError, match="refused the query string of the URL") as denied:
+            backend.get(kind="ac", name=NAME)
+        assert token not in str(denied.value)
