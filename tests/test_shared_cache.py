@@ -1224,3 +1224,31 @@ def test_a_cache_behind_a_proxy_that_reads_a_query_token_is_shared(
         assert not [path for path in written if token.encode() in path.read_bytes()]
         assert "?***" in next(runner.root.rglob("stages/config.json")).read_text()
 
+
+@pytest.mark.parametrize("variable", ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"])
+def test_a_query_secret_of_boto3_s_endpoint_variable_reaches_no_file(
+    tmp_path: Path,
+    eb: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
+    s3: MotoS3,
+    variable: str,
+) -> None:
+    """The S3 endpoint given in boto3's own variable, with a query (a presigned
+    `X-Amz-Signature=...`): masked in eb's errors, but a check printing its environment (which
+    under `inherit` holds the variable) wrote it in full into its output and every report."""
+    secret = "sig-" + "6" * 24
+    env_dump = "import os, json; print(json.dumps(dict(os.environ)))\n"
+    checks = {"j": judge("j"), "env": script_check("env", script=env_dump)}
+    first, _ = runners(tmp_path=tmp_path, eb=eb, checks=checks)
+    for name, value in s3.environ.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("EVAL_BANANA_CACHE_REMOTE_ENDPOINT")
+    monkeypatch.setenv(variable, f"{s3.endpoint}/?X-Amz-Signature={secret}")
+    # boto3 sends nothing to an endpoint with a query (its requests fail): the run goes on.
+    counts, started = run(first, f"s3://{BUCKET}/eb")
+    assert started == 1 and "?***" in counts["first_remote_error"]
+    (stdout,) = first.root.rglob("env-*.stdout.txt")
+    assert json.loads(stdout.read_text())[variable] == f"{s3.endpoint}/?***"
+    written = [path for path in tmp_path.rglob("*") if path.is_file()]
+    assert not [path for path in written if secret.encode() in path.read_bytes()]
+    assert secret not in first.last.stdout + first.last.stderr

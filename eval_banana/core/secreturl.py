@@ -11,6 +11,9 @@ from collections.abc import Iterable
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 MASK = "***"
+# Where boto3 reads an S3 remote's endpoint when `[cache] remote_endpoint` is unset, first
+# wins: a URL whose password and query are masked as the setting's are.
+S3_ENDPOINT_VARIABLES: tuple[str, ...] = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
 
 
 def shown_url(url: str) -> str:

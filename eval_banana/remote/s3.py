@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
-from eval_banana.core.secreturl import MASK, url_secrets
+from eval_banana.core.secreturl import MASK, S3_ENDPOINT_VARIABLES, url_secrets
 from eval_banana.remote.backend import (
     CHUNK,
     WRITE_REFUSED,
@@ -71,7 +71,9 @@ class S3Backend(WholeObjects, WholeWrites):
         parts = urlsplit(url)
         if not parts.netloc:
             raise RemoteError(f"the URL names no bucket: {url}")
-        endpoint = endpoint or environ.get("AWS_ENDPOINT_URL_S3") or environ.get("AWS_ENDPOINT_URL")
+        endpoint = endpoint or next(
+            (environ[name] for name in S3_ENDPOINT_VARIABLES if environ.get(name)), None
+        )
         config = Config(
             connect_timeout=timeout,
             read_timeout=timeout,

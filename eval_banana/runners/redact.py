@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from eval_banana.core.masking import MASK
-from eval_banana.core.secreturl import url_secrets
+from eval_banana.core.secreturl import S3_ENDPOINT_VARIABLES, url_secrets
 from eval_banana.harness.command import placeholder_reads, provider_values
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, ResolvedHarness
@@ -178,7 +178,8 @@ def redactor_for(
 ) -> Redactor:
     """A redactor from credential-like variables of `environ`, `extra_env` and each of `also`,
     the given `values`, and the password and query of the shared cache's URL and S3 endpoint:
-    those `environ` gives and each in `remotes` (the configured ones, which a stage file may
+    those `environ` and `extra_env` give (boto3's AWS_ENDPOINT_URL_S3 and AWS_ENDPOINT_URL
+    among them) and each in `remotes` (the configured ones, which a stage file may
     hold masked while the variable holds them whole). The URL is withheld from checks, but one
     may read it from the config file."""
     listed = tuple(names)
@@ -189,7 +190,12 @@ def redactor_for(
         if is_credential_name(name=name, extra=listed)
     ]
     secrets.extend(values)
-    urls = (environ.get(REMOTE_VARIABLE), environ.get(ENDPOINT_VARIABLE), *remotes)
+    # boto3's own endpoint variables too: a check under `inherit` receives them.
+    named = (REMOTE_VARIABLE, ENDPOINT_VARIABLE, *S3_ENDPOINT_VARIABLES)
+    urls = (
+        *(source.get(name) for source in (environ, extra_env or {}) for name in named),
+        *remotes,
+    )
     secrets.extend(secret for url in urls if url for secret in url_secrets(url))
     return Redactor(secrets=secrets)
 
