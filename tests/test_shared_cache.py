@@ -22,7 +22,7 @@ from eval_banana.cache.remotenotes import REJECTIONS_NAMED
 from eval_banana.core.words import size_text
 from eval_banana.remote.backend import ENTRY_MAX_BYTES
 from tests.cache.rig import Project, judge, make_project, script_check
-from tests.remote_servers import BUCKET, Hostile, MotoS3, hostile, moto_s3, webdav
+from tests.remote_servers import BUCKET, Hostile, MotoS3, gate, hostile, moto_s3, webdav
 
 # The shared-cache suite (`pytest -m remote`, which .ci/run runs): real S3, WebDAV and HTTP
 # servers on 127.0.0.1, left out of the README's command to keep it under ten minutes.
@@ -1252,3 +1252,49 @@ def test_a_query_secret_of_boto3_s_endpoint_variable_reaches_no_file(
     written = [path for path in tmp_path.rglob("*") if path.is_file()]
     assert not [path for path in written if secret.encode() in path.read_bytes()]
     assert secret not in first.last.stdout + first.last.stderr
+
+
+def test_an_update_takes_a_masked_s3_endpoint_from_its_variable_or_skips_the_shared_cache(
+    tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, s3: MotoS3
+) -> None:
+    """stages/config.json records `[cache] remote_endpoint` with its password masked; `eb
+    update` uses the endpoint EVAL_BANANA_CACHE_REMOTE_ENDPOINT holds when it is the same one,
+    and without it asks nothing of the shared cache and says so (never the masked endpoint).
+    The store sits behind a gate that logs every request it gets."""
+    password = "pw-" + "1" * 24
+    first, _ = runners(tmp_path=tmp_path, eb=eb)
+    for name, value in s3.environ.items():
+        monkeypatch.setenv(name, value)
+    with gate(upstream=s3.endpoint) as store:
+        endpoint = store.endpoint.replace("http://", f"http://ci:{password}@")
+        monkeypatch.setenv("EVAL_BANANA_CACHE_REMOTE_ENDPOINT", endpoint)
+        counts, started = run(first, f"s3://{BUCKET}/eb")
+        assert started == 3 and counts["remote_writes"] == 3
+        config = next(first.root.rglob("stages/config.json")).read_text()
+        assert "ci:***@" in config and password not in config
+
+        # Without the variable: a warning that names it, and no request at all.
+        monkeypatch.delenv("EVAL_BANANA_CACHE_REMOTE_ENDPOINT")
+        first.write({"eval_checks/j.yaml": judge("j", instructions="Judge it anew.")})
+        store.seen.clear()
+        before = first.agent_starts()
+        updated = first.eb("update", "--cwd", str(first.root))
+        assert updated.exit_code == 0, updated.stdout + updated.stderr
+        assert store.seen == [] and first.agent_starts() == before + 1
+        assert "records its [cache] remote_endpoint with its password or query masked" in (
+            updated.stderr
+        )
+        assert "EVAL_BANANA_CACHE_REMOTE_ENDPOINT" in updated.stderr
+        assert password not in updated.stdout + updated.stderr
+
+        # With it: j's first verdict, gone from the local folder, is fetched from the store.
+        monkeypatch.setenv("EVAL_BANANA_CACHE_REMOTE_ENDPOINT", endpoint)
+        first.write({"eval_checks/j.yaml": judge("j")})
+        shutil.rmtree(first.root / ".eval-banana" / "cache")
+        before = first.agent_starts()
+        again = first.eb("update", "--cwd", str(first.root))
+        assert again.exit_code == 0, again.stdout + again.stderr
+        assert "GET" in store.seen and first.agent_starts() == before
+        assert "masked" not in again.stderr and password not in again.stdout + again.stderr
+    written = [path for path in first.root.rglob("*") if path.is_file()]
+    assert not [path for path in written if password.encode() in path.read_bytes()]

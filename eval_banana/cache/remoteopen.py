@@ -56,11 +56,12 @@ def open_tier(
     if endpoint:
         endpoint = unmasked(url=endpoint, candidates=[environ.get(_ENDPOINT_VARIABLE)])
         if endpoint is None:
-            # The same rerun, of an S3 remote whose endpoint config.json holds masked.
+            # The same rerun, of an S3 remote whose endpoint config.json holds masked (a
+            # password: boto3 sends nothing to an endpoint with a query).
             warn(
                 f"The shared cache {shown_url(url)} is not asked: stages/config.json records "
-                f"its [cache] remote_endpoint with the query masked. Set {_ENDPOINT_VARIABLE} "
-                "to the endpoint as given to use it",
+                f"its [cache] remote_endpoint with its password or query masked. Set "
+                f"{_ENDPOINT_VARIABLE} to the endpoint as given to use it",
                 None,
                 hint,
             )
