@@ -218,3 +218,53 @@ def test_merges_of_the_same_shards_in_one_second_stand_in_the_order_they_were_ma
         if len(seconds) == 1:
             break
     assert len(seconds) == 1, "the five merges never fell within one second"
+
+
+def _shard_runs(eb: Eb, root: Path, out: Path, *shards: int) -> list[str]:
+    """Run the shards `shards` of 2, each into its own folder under `out`; their folders."""
+    folders = []
+    for k in shards:
+        folder = out / f"shard{k}"
+        done = eb("run", "--cwd", str(root), "--shard", f"{k}/2", "--output-dir", str(folder),
+                  "--flat-output")  # fmt: skip
+        assert done.exit_code == 0, done.stdout + done.stderr
+        folders.append(str(folder))
+    return folders
+
+
+def _merged(eb: Eb, root: Path, out: Path, shards: list[str]) -> str:
+    done = eb("merge", *shards, "--cwd", str(root), "--output-dir", str(out), "--json")
+    assert done.exit_code == 0, done.stderr
+    return str(json.loads(done.stdout)["run_id"])
+
+
+def _judged(run_dir: str) -> float:
+    """What a run folder's current results cost, as its report says."""
+    report = json.loads((Path(run_dir) / "report.json").read_text())
+    return float((report.get("judge_usage") or {}).get("cost_usd") or 0.0)
+
+
+def test_shards_updated_and_merged_again_keep_what_their_updates_replaced(
+    tmp_path: Path, eb: Eb
+) -> None:
+    """Shards merged, both judges edited and run again by `eb update` on their shards, merged
+    again: the merged run's record was built from the merged report, which holds only the
+    current results, so `eb history` showed $0.75 where $0.82 had been paid."""
+    root = _paid_project(tmp_path, {"fl": 0.05, "st": 0.02})
+    shards = _shard_runs(eb, root, tmp_path, 1, 2)
+    _merged(eb, root, tmp_path / "m1", shards)
+    (tmp_path / "costs.json").write_text(json.dumps({"fl": 0.5, "st": 0.25}))
+    for key in ("fl", "st"):
+        (root / f"eval_checks/judge_{key}.yaml").write_text(_judge(key, instructions="Again."))
+    for shard in shards:
+        updated = eb("update", "--run-dir", shard, "--cwd", str(root))
+        assert updated.exit_code == 0, updated.stdout + updated.stderr
+    merge = _merged(eb, root, tmp_path / "m2", shards)
+
+    for view in (_history(eb, root), _history(eb, root, "--last", "1")):
+        assert [run["run_id"] for run in view["runs"]] == [merge]
+        assert view["runs"][0]["cost_usd"] == pytest.approx(0.82)
+        assert view["cost_usd"] == pytest.approx(0.82)
+        rows = {row["id"]: row["cost_usd"] for row in view["checks"]}
+        assert (rows["judge_fl"], rows["judge_st"]) == (pytest.approx(0.55), pytest.approx(0.27))
+    assert "Total cost of the 1 run shown: $0.8200" in eb("history", "--cwd", str(root)).stdout

@@ -68,7 +68,8 @@ class HistoryCheck(Record):
         default=None,
         ge=0,
         description="A run brought up to date by `eb update` that ran the check again: the "
-        "dollars its replaced runs in this run folder had spent, kept over every update "
+        "dollars its replaced runs in this run folder (a merge: in its shard's) had spent, "
+        "kept over every update "
         "(`cost_usd` is what its current result cost); null: none replaced, or none reported "
         "a cost.",
     )
@@ -168,7 +169,8 @@ class HistoryRecord(Record):
         default=None,
         ge=0,
         description="A run brought up to date by `eb update`: the dollars spent on results its "
-        "updates replaced (checks run again, or gone from its plan), kept over every update; "
+        "updates replaced (checks run again, or gone from its plan), kept over every update; a "
+        "merge: with what its shard runs' updates replaced, as their records say; "
         "null: nothing replaced had reported a cost. What judging this run folder cost is "
         "this plus cost_usd.",
     )

@@ -13,6 +13,7 @@ from typing import Any
 from eval_banana.core.errors import EvalBananaError, WriteFault
 from eval_banana.history.build import build_record
 from eval_banana.history.gitstate import GitProbe, observe
+from eval_banana.history.mergespend import merge_spend
 from eval_banana.history.record import RunKind
 from eval_banana.history.spent import carried_spend
 from eval_banana.history.store import drop_other_records, prune, record_of, write_record
@@ -38,7 +39,8 @@ def record_run(
     `git`: the commit as observed when the run started (None: observed now);
     `replacing`: the run was rebuilt (`eb update`), and its earlier record goes, what it
     says was spent kept (`ran_again`: the checks the update ran again, whose earlier results'
-    cost is now spent on replaced runs)."""
+    cost is now spent on replaced runs). A merge's record carries what its shards' updates
+    replaced."""
     settings = config.settings.history
     if settings.mode == "off":
         if git is not None:
@@ -57,6 +59,9 @@ def record_run(
         if replacing:
             before = record_of(folder=folder, run_id=record.run_id)
             record = carried_spend(record=record, before=before, ran_again=ran_again)
+        elif kind == "merge":
+            # What its shards' updates replaced was paid too.
+            record = merge_spend(folder=folder, record=record)
         path = write_record(folder=folder, record=record)
         if replacing:
             drop_other_records(folder=folder, run_id=record.run_id, kept=path)
