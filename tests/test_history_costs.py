@@ -268,3 +268,35 @@ def test_shards_updated_and_merged_again_keep_what_their_updates_replaced(
         rows = {row["id"]: row["cost_usd"] for row in view["checks"]}
         assert (rows["judge_fl"], rows["judge_st"]) == (pytest.approx(0.55), pytest.approx(0.27))
     assert "Total cost of the 1 run shown: $0.8200" in eb("history", "--cwd", str(root)).stdout
+
+
+def test_a_shard_run_again_and_merged_again_leaves_the_first_shard_run_paid(
+    tmp_path: Path, eb: Eb
+) -> None:
+    """A shard job run again at the same commit (CI's "re-run job") and merged with the other
+    shard: the first merge and its shards were left out of `eb history` whole, and what the
+    first run of the shard had paid with them (the window read $0.07 where $0.14 was paid)."""
+    root = _paid_project(tmp_path, {"fl": 0.05, "st": 0.02})
+    shards = _shard_runs(eb, root, tmp_path, 1, 2)
+    _merged(eb, root, tmp_path / "m1", shards)
+    # The shard that holds the judges is run again; the other is merged as it was.
+    paying = 1 if _judged(shards[0]) > 0 else 2
+    (again,) = _shard_runs(eb, root, tmp_path / "again", paying)
+    kept = shards[2 - paying]
+    merge = _merged(eb, root, tmp_path / "m2", [again, kept])
+    paid = _judged(shards[0]) + _judged(shards[1]) + _judged(again)
+    assert paid == pytest.approx(0.14)
+
+    view = _history(eb, root)
+    assert [run["run_id"] for run in view["runs"]] == [merge]
+    assert view["runs"][0]["cost_usd"] == pytest.approx(paid)
+    assert view["cost_usd"] == pytest.approx(paid)
+    assert f"Total cost of the 1 run shown: ${paid:.4f}" in eb("history", "--cwd", str(root)).stdout
+    markdown = eb("history", "--cwd", str(root), "--format", "md").stdout
+    assert f"${paid:.4f}" in markdown
+    page = tmp_path / "history.html"
+    assert eb("history", "--cwd", str(root), "--html", str(page)).exit_code == 0
+    assert f"Total cost</dt><dd>${paid:.4f}" in page.read_text()
+    # Merged once more, the same shards: nothing was paid, nothing is added.
+    _merged(eb, root, tmp_path / "m3", [again, kept])
+    assert _history(eb, root)["cost_usd"] == pytest.approx(paid)

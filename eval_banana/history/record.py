@@ -174,6 +174,14 @@ class HistoryRecord(Record):
         "null: nothing replaced had reported a cost. What judging this run folder cost is "
         "this plus cost_usd.",
     )
+    superseded_cost_usd: float | None = Field(
+        default=None,
+        ge=0,
+        description="A merge: the dollars spent by shard runs that earlier merges of its shards "
+        "merged and it does not (a shard job run again and merged with the others), kept over "
+        "merges of the pipeline; null: none, or none reported a cost. What judging the "
+        "pipeline cost is this plus cost_usd and replaced_cost_usd.",
+    )
     tokens: int | None = Field(default=None, ge=0, description="Tokens spent in this run.")
     checks: list[HistoryCheck] = Field(default_factory=list)
     partial_families: dict[str, int] | None = Field(

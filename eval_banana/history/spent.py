@@ -49,4 +49,11 @@ def carried_spend(
         check.cost_usd for check in before.checks if check.id in ran_again or check.id not in now
     ]
     replaced = _total([before.replaced_cost_usd, *gone])
-    return record.model_copy(update={"checks": checks, "replaced_cost_usd": replaced})
+    # A merge's spend on the shard runs its pipeline ran before stays too.
+    return record.model_copy(
+        update={
+            "checks": checks,
+            "replaced_cost_usd": replaced,
+            "superseded_cost_usd": before.superseded_cost_usd,
+        }
+    )

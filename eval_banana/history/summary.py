@@ -60,10 +60,12 @@ def run_row(*, record: HistoryRecord) -> RunRow:
         aborted_by=record.aborted_by,
         failed_because=failed_because(record=record),
         duration_ms=record.duration_ms,
-        # What judging the run cost, with the results its updates replaced; an amount past
-        # the ceiling (recorded before eb had it) is none.
+        # What judging the run cost, with the results its updates replaced and, for a merge,
+        # the shard runs of its pipeline it stands for; an amount past the ceiling (recorded
+        # before eb had it) is none.
         cost_usd=_spent(
-            reported_cost(cost) for cost in (record.cost_usd, record.replaced_cost_usd)
+            reported_cost(cost)
+            for cost in (record.cost_usd, record.replaced_cost_usd, record.superseded_cost_usd)
         ),
     )
 

@@ -40,7 +40,7 @@ def record_run(
     `replacing`: the run was rebuilt (`eb update`), and its earlier record goes, what it
     says was spent kept (`ran_again`: the checks the update ran again, whose earlier results'
     cost is now spent on replaced runs). A merge's record carries what its shards' updates
-    replaced."""
+    replaced and what the merges it stands for spent on shard runs it does not merge."""
     settings = config.settings.history
     if settings.mode == "off":
         if git is not None:
@@ -60,7 +60,7 @@ def record_run(
             before = record_of(folder=folder, run_id=record.run_id)
             record = carried_spend(record=record, before=before, ran_again=ran_again)
         elif kind == "merge":
-            # What its shards' updates replaced was paid too.
+            # Its shards' updates and the shard runs its pipeline ran before were paid too.
             record = merge_spend(folder=folder, record=record)
         path = write_record(folder=folder, record=record)
         if replacing:
