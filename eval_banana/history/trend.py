@@ -80,6 +80,17 @@ class Recent(NamedTuple):
                 return status
         return None
 
+    def with_this_run(self, *, keep: int, status: str | None, digest: str | None) -> Recent:
+        """The outcomes a run's sparkline draws: the last `keep` recorded, then the run's own
+        (`status`; None: it had no outcome, and adds none) on its definition `digest` (None:
+        unknown, taken as the latest recorded one). Its flips count the run's own outcome too."""
+        statuses, digests = self.statuses[-keep:], self.digests[-keep:]
+        early = self.early[-keep:]
+        if status is None:
+            return Recent(statuses=statuses, digests=digests, early=early)
+        own = digest if digest is not None else (digests[-1] if digests else "")
+        return Recent(statuses=[*statuses, status], digests=[*digests, own], early=[*early, False])
+
     def most_flips(self, *, digest: str | None = None) -> int:
         """The most flips on one definition (only on `digest` when given): changes between
         passing and not from one run to the next, both on that definition (as `eb history`

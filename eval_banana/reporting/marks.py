@@ -46,15 +46,16 @@ def trend_for(*, group: str, digest: str | None, recent: Recent | None) -> Trend
 
     "new failure": it fails or errors now and passed the last time it was recorded; "fixed":
     it passes now and did not then; "flaky in history" (instead of those two): its verdict
-    flipped at least HISTORY_FLAKY_FLIPS times on its current definition over the recorded
-    runs shown.
+    flipped at least HISTORY_FLAKY_FLIPS times on its current definition over the runs of the
+    sparkline, this one included (as `eb history --flaky` counts the runs it shows).
     """
     if recent is None:
         return None
     now = _LETTER.get(group, "")
     keep = SPARK_RUNS - len(now)
     letters = "".join(map(_LETTER.__getitem__, recent.statuses[-keep:])) + now
-    flips = recent.most_flips(digest=digest)
+    drawn = recent.with_this_run(keep=keep, status=group if now else None, digest=digest)
+    flips = drawn.most_flips(digest=digest)
     if flips >= HISTORY_FLAKY_FLIPS:
         # A flaky check's latest flip is its flakiness, not news: no "new failure" or "fixed".
         return Trend(letters=letters, badges=("flaky in history",))

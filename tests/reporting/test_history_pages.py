@@ -177,6 +177,20 @@ def test_report_html_shows_sparklines_and_history_badges(tmp_path: Path, eb: Eb)
     assert "hb-" not in rows["steady"]
 
 
+def test_flaky_in_history_counts_the_run_being_reported(tmp_path: Path, eb: Eb) -> None:
+    """Pass, fail, pass: two flips over the sparkline's runs, this one included (`eb history
+    --flaky` lists the check), yet the third run's report.html said "fixed": the flips were
+    counted over the earlier runs only."""
+    root = history_project(tmp_path / "p", counters=tmp_path / "counters")
+    for _ in range(3):
+        eb("run", "--cwd", str(root))
+    marks = _trend_block(_latest_report(root))
+    assert marks["flipper"]["trend"] == "pfp"
+    assert marks["flipper"]["badges"] == ["flaky in history"]
+    flaky = eb("history", "--cwd", str(root), "--flaky").stdout
+    assert "flipper" in flaky and "mender" not in flaky
+
+
 def test_report_html_has_no_history_marks_when_history_is_off(tmp_path: Path, eb: Eb) -> None:
     root = history_project(tmp_path / "p", counters=tmp_path / "counters")
     for _ in range(3):
