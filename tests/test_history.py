@@ -836,6 +836,25 @@ def test_import_copies_other_runners_records_and_skips_duplicates(tmp_path: Path
     assert missing.exit_code == 2 and "nowhere" in missing.stderr
 
 
+def test_import_keeps_the_folder_within_history_keep(tmp_path: Path, eb: Eb) -> None:
+    """`eb history import` of six records into a folder with `[history] keep = 2` left six:
+    a gather job that only imports grew its folder without bound."""
+    mine = _project(tmp_path / "mine", {"eval_checks/ok.yaml": check_yaml("ok")})
+    other = _project(tmp_path / "other", {"eval_checks/ok.yaml": check_yaml("ok")})
+    for _ in range(4):
+        eb("run", "--cwd", str(other))
+    artifact = other / ".eval-banana" / "history"
+    newest = [record["run_id"] for record in _records(artifact)[-2:]]
+    (mine / ".eval-banana" / "config.toml").write_text("[history]\nkeep = 2\n")
+
+    done = eb("history", "--cwd", str(mine), "import", str(artifact))
+    assert done.exit_code == 0, done.stderr
+    assert "Imported 4 run records" in done.stdout
+    assert "Removed the 2 oldest records past [history] keep = 2." in done.stdout
+    kept = _records(mine / ".eval-banana" / "history")
+    assert [record["run_id"] for record in kept] == newest
+
+
 def _foreign_record(project: Path, folder: Path, name: str, **fields: str) -> Path:
     """A copy of `project`'s newest record in `folder`, as another runner's with `fields`."""
     newest = sorted((project / ".eval-banana" / "history").glob("*.json"))[-1]

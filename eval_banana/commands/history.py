@@ -100,8 +100,10 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
     imports.add_argument("dirs", nargs="+", metavar="DIR", help="History folders to copy from.")
 
 
-def _import(*, folder: Path, sources: list[str]) -> int:
-    from eval_banana.history.store import import_records
+def _import(*, folder: Path, sources: list[str], keep: int) -> int:
+    """Copy the records of `sources` into `folder`, then remove the oldest past `keep` (`[history]
+    keep`), as every run and merge does: a gather job that only imports stays bounded too."""
+    from eval_banana.history.store import import_records, prune
 
     paths = [Path(source) for source in sources]
     for path in paths:
@@ -119,6 +121,12 @@ def _import(*, folder: Path, sources: list[str]) -> int:
         f"Imported {plural(count=len(done.copied), noun='run record')} into {folder}; "
         f"{len(done.duplicates)} already there, {len(done.refused)} refused."
     )
+    removed = prune(folder=folder, keep=keep)
+    if removed:
+        print(
+            f"Removed the {plural(count=len(removed), noun='oldest record')} past "
+            f"[history] keep = {keep}."
+        )
     return 0
 
 
@@ -240,7 +248,7 @@ def run(args: argparse.Namespace) -> int:
     config = common.settings_config(args)
     folder = history_dir(config=config)
     if args.action == "import":
-        return _import(folder=folder, sources=list(args.dirs))
+        return _import(folder=folder, sources=list(args.dirs), keep=config.settings.history.keep)
     _refuse_listing_on_page(args=args)
     _refuse_page_target(args=args)
     asked = Asked(
