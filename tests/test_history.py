@@ -855,6 +855,37 @@ def test_import_keeps_the_folder_within_history_keep(tmp_path: Path, eb: Eb) -> 
     assert [record["run_id"] for record in kept] == newest
 
 
+def test_import_replaces_a_record_an_update_rewrote_on_its_runner(tmp_path: Path, eb: Eb) -> None:
+    """A runner's run imported, then brought up to date by `eb update` there (a failing check
+    fixed), imported again: the gathered history kept the old record, FAILED, as "already
+    there", since import knew runs by id only."""
+    mine = _project(tmp_path / "mine", {"eval_checks/ok.yaml": check_yaml("ok")})
+    other = _project(
+        tmp_path / "other",
+        {
+            "eval_checks/ok.yaml": check_yaml("ok"),
+            "eval_checks/mend.yaml": check_yaml("mend", script="raise SystemExit(1)\n"),
+        },
+    )
+    first = eb("run", "--cwd", str(other), "--json")
+    run_id = json.loads(first.stdout)["run_id"]
+    artifact = other / ".eval-banana" / "history"
+    assert eb("history", "--cwd", str(mine), "import", str(artifact)).exit_code == 0
+    (other / "eval_checks/mend.yaml").write_text(check_yaml("mend"))
+    run_dir = other / ".eval-banana" / "results" / run_id
+    updated = eb("update", "--run-dir", str(run_dir), "--cwd", str(other))
+    assert updated.exit_code == 0, updated.stdout + updated.stderr
+
+    done = eb("history", "--cwd", str(mine), "import", str(artifact))
+    assert done.exit_code == 0, done.stderr
+    assert "1 updated, 0 already there" in done.stdout
+    (record,) = _records(mine / ".eval-banana" / "history")
+    assert (record["run_id"], record["passed"]) == (run_id, True)
+    again = eb("history", "--cwd", str(mine), "import", str(artifact))
+    assert "0 updated, 1 already there" in again.stdout
+    assert _records(mine / ".eval-banana" / "history") == [record]
+
+
 def _foreign_record(project: Path, folder: Path, name: str, **fields: str) -> Path:
     """A copy of `project`'s newest record in `folder`, as another runner's with `fields`."""
     newest = sorted((project / ".eval-banana" / "history").glob("*.json"))[-1]

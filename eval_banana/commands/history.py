@@ -119,7 +119,8 @@ def _import(*, folder: Path, sources: list[str], keep: int) -> int:
         print(f"warning: skipped {visible(str(path))}: {one_line(why)}", file=sys.stderr)
     print(
         f"Imported {plural(count=len(done.copied), noun='run record')} into {folder}; "
-        f"{len(done.duplicates)} already there, {len(done.refused)} refused."
+        f"{len(done.updated)} updated, {len(done.duplicates)} already there, "
+        f"{len(done.refused)} refused."
     )
     removed = prune(folder=folder, keep=keep)
     if removed:

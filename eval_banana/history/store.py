@@ -131,11 +131,13 @@ def prune(*, folder: Path, keep: int) -> list[Path]:
 
 
 class Imported(NamedTuple):
-    """What `import_records` did: records copied, duplicates skipped, files refused (why)."""
+    """What `import_records` did: records copied, records of known runs replaced by their
+    newer record (`eb update` rewrote them), duplicates skipped, files refused (why)."""
 
     copied: list[str]
     duplicates: list[str]
     refused: list[tuple[Path, str]]
+    updated: list[str]
 
 
 def _known_run_ids(*, folder: Path) -> set[str]:
@@ -236,11 +238,23 @@ def _importable(record: HistoryRecord) -> HistoryRecord:
     return _in_utc(record)
 
 
+def _newer_than_known(*, folder: Path, record: HistoryRecord) -> bool:
+    """Whether `record` is a later state of its run than the record of it in `folder`: `eb
+    update` rewrites a run's record in place, keeping its start and ending it later (its
+    `finished_at`). A record there that cannot be read is left as it is (read_record warns of
+    it where the history is read)."""
+    known = record_of(folder=folder, run_id=record.run_id)
+    if known is None:
+        return False
+    return utc_text(record.finished_at) > utc_text(known.finished_at)
+
+
 def import_records(*, sources: Sequence[Path], folder: Path) -> Imported:
     """Copy every valid record in `sources` into `folder` (its times made UTC), skipping run ids
-    already there."""
+    already there unless the record is a later state of that run (`eb update` rewrote it on
+    its runner): then it replaces the one there."""
     known = _known_run_ids(folder=folder)
-    done = Imported(copied=[], duplicates=[], refused=[])
+    done = Imported(copied=[], duplicates=[], refused=[], updated=[])
     for source in sources:
         for path in import_files(folder=source):
             try:
@@ -252,7 +266,12 @@ def import_records(*, sources: Sequence[Path], folder: Path) -> Imported:
                 continue
             key = _UNSAFE.sub("_", record.run_id)
             if key in known:
-                done.duplicates.append(record.run_id)
+                if not _newer_than_known(folder=folder, record=record):
+                    done.duplicates.append(record.run_id)
+                    continue
+                path = write_record(folder=folder, record=record)
+                drop_other_records(folder=folder, run_id=record.run_id, kept=path)
+                done.updated.append(record.run_id)
                 continue
             write_record(folder=folder, record=record)
             known.add(key)
