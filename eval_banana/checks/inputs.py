@@ -276,33 +276,125 @@ def unmatched_inputs(
 ) -> list[ProblemModel]:
     """A warning for each `inputs:` pattern that matches no file now (once per check file:
     a family's cases share theirs). Such a check is keyed on nothing there, so a typo
-    (`srcc/**`) would let its verdict be reused whatever changes in `src/`."""
+    (`srcc/**`) would let its verdict be reused whatever changes in `src/`. The patterns a
+    family's rows fill (`prompts/{{ case.file }}`) that match no file are one warning for the
+    family, however many of its cases name a missing file."""
     from eval_banana.projectstate.git import NotARepository
 
     if reader is None:
         return []
-    seen: set[tuple[str, tuple[str, ...]]] = set()
+    # In check order, a single check's patterns once per file, a family's cases together.
+    groups: dict[tuple[str, str, tuple[str, ...]], list[tuple[str, tuple[str, ...]]]] = {}
+    for check in checks:
+        declared = declared_inputs(check.definition)
+        if not declared:
+            continue
+        if check.family is None:
+            groups.setdefault((check.source_path, check.id, declared), [(check.id, declared)])
+        else:
+            group = groups.setdefault((check.source_path, check.family, ()), [])
+            group.append((check.case_id or check.id, declared))
     found: list[ProblemModel] = []
     try:
-        for check in checks:
-            declared = declared_inputs(check.definition)
-            if not declared or (check.source_path, declared) in seen:
-                continue
-            seen.add((check.source_path, declared))
-            for pattern in reader.unmatched(inputs=declared):
-                why, hint = _why_unmatched(pattern=pattern, reader=reader)
-                found.append(
-                    ProblemModel(
-                        message=f"Check '{check.family or check.id}': inputs pattern "
-                        f"{pattern!r} matches no file, so no change there reruns it{why}",
-                        file=check.source_path,
-                        field_path="inputs",
-                        hint=hint,
-                    )
-                )
+        for (source_path, name, _), cases in groups.items():
+            found.extend(
+                _unmatched_of_file(name=name, source_path=source_path, cases=cases, reader=reader)
+            )
     except (ProjectStateError, NotARepository, OSError):
         return []  # the run's input digests say why, once
     return found
+
+
+# How many of a family's cases that name a missing file its warning shows.
+_CASES_SHOWN = 3
+
+
+def _unmatched_of_file(
+    *,
+    name: str,
+    source_path: str,
+    cases: Sequence[tuple[str, tuple[str, ...]]],
+    reader: CheckInputs,
+) -> list[ProblemModel]:
+    """The warnings of one check file's checks (a single check, or a family's `cases`, each
+    its case id and its filled patterns): a pattern that matches no file in every case, as
+    written, once; the patterns that match none in only some cases (filled from their rows)
+    summed up in one warning naming how many cases, the first few patterns and the fix."""
+    unmatched_by_inputs: dict[tuple[str, ...], list[str]] = {}
+    per_case: list[tuple[str, list[str]]] = []
+    for case_id, declared in cases:
+        if declared not in unmatched_by_inputs:
+            unmatched_by_inputs[declared] = reader.unmatched(inputs=declared)
+        per_case.append((case_id, unmatched_by_inputs[declared]))
+    everywhere = [
+        pattern
+        for pattern in per_case[0][1]
+        if all(pattern in unmatched for _, unmatched in per_case[1:])
+    ]
+    found = [
+        _unmatched_warning(name=name, source_path=source_path, pattern=pattern, reader=reader)
+        for pattern in everywhere
+    ]
+    missing = [
+        (case_id, [pattern for pattern in unmatched if pattern not in everywhere])
+        for case_id, unmatched in per_case
+    ]
+    missing = [(case_id, patterns) for case_id, patterns in missing if patterns]
+    if missing:
+        found.append(
+            _family_warning(
+                family=name,
+                source_path=source_path,
+                missing=missing,
+                cases=len(per_case),
+                reader=reader,
+            )
+        )
+    return found
+
+
+def _unmatched_warning(
+    *, name: str, source_path: str, pattern: str, reader: CheckInputs
+) -> ProblemModel:
+    """The warning of one pattern that matches no file, for a check or a whole family."""
+    why, hint = _why_unmatched(pattern=pattern, reader=reader)
+    return ProblemModel(
+        message=f"Check '{name}': inputs pattern {pattern!r} matches no file, so no change "
+        f"there reruns it{why}",
+        file=source_path,
+        field_path="inputs",
+        hint=hint,
+    )
+
+
+def _family_warning(
+    *,
+    family: str,
+    source_path: str,
+    missing: Sequence[tuple[str, list[str]]],
+    cases: int,
+    reader: CheckInputs,
+) -> ProblemModel:
+    """One warning for a family's cases whose rows fill an `inputs:` pattern naming no file:
+    how many, the first few cases with their patterns (the first with its likeliest cause)."""
+    shown: list[str] = []
+    for case_id, patterns in missing[:_CASES_SHOWN]:
+        why = _why_unmatched(pattern=patterns[0], reader=reader)[0] if not shown else ""
+        written = ", ".join(repr(pattern) for pattern in patterns)
+        shown.append(f"case {case_id!r}: {written}{why}")
+    more = len(missing) - len(shown)
+    if more:
+        shown.append(f"and {more} more")
+    noun = "case's" if len(missing) == 1 else "cases'"
+    return ProblemModel(
+        message=f"Family '{family}': {len(missing)} of its {cases} {noun} inputs patterns, "
+        f"filled from their rows, match no file ({'; '.join(shown)}), so no change there "
+        "reruns them",
+        file=source_path,
+        field_path="inputs",
+        hint="add the files the rows name, or fix the row fields that fill the pattern "
+        "(`eb list --inputs` shows what each case's patterns match)",
+    )
 
 
 def _why_unmatched(*, pattern: str, reader: CheckInputs) -> tuple[str, str]:

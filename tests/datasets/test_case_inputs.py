@@ -173,3 +173,51 @@ def test_a_single_checks_inputs_placeholder_is_refused_as_its_artifacts_is(
         "'{{ case.file }}' is a dataset placeholder, but this check has no cases"
         in (error["message"])
     )
+
+
+def test_a_familys_filled_patterns_naming_no_file_are_one_warning_for_the_family(
+    tmp_path: Path, eb: Callable[..., EbResult]
+) -> None:
+    # Each case's filled pattern was warned of alone: 40 rows whose files are missing printed
+    # 40 warnings (80 with the shared pattern `notes/**`, told again for every case).
+    rows = ", ".join(f"{{id: r{index}, file: r{index}.txt}}" for index in range(40))
+    family = PROMPT_FAMILY.replace(
+        '"prompts/{{ case.file }}"]', '"prompts/{{ case.file }}", "notes/**"]'
+    ).replace('{id: c, file: "c[1].txt"}]', f'{{id: c, file: "c[1].txt"}}, {rows}]')
+    root = _project(tmp_path, family)
+    for command in ("validate", "run"):
+        done = eb(command, "--cwd", str(root))
+        warnings = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+        assert warnings == [
+            "warning: Check 'prompts': inputs pattern 'notes/**' matches no file, so no change "
+            "there reruns it",
+            "warning: Family 'prompts': 40 of its 43 cases' inputs patterns, filled from their "
+            "rows, match no file (case 'r0': 'prompts/r0.txt' (did you mean "
+            "'prompts/b.txt'?); case 'r1': 'prompts/r1.txt'; case 'r2': 'prompts/r2.txt'; and 37 more), so no change there reruns them",
+        ], done.stderr
+        assert (
+            "  hint: add the files the rows name, or fix the row fields that fill the pattern"
+            in done.stderr
+        )
+
+
+def test_a_single_checks_unmatched_patterns_are_each_a_warning_as_before(
+    tmp_path: Path, eb: Callable[..., EbResult]
+) -> None:
+    single = (
+        PROMPT_FAMILY.replace(
+            'cases: [{id: a, file: a.txt}, {id: b, file: b.txt}, {id: c, file: "c[1].txt"}]\n',
+            "",
+        )
+        .replace("prompt {{ case.file }}", "prompt")
+        .replace('"prompts/{{ case.file }}"]', '"prompts/x.txt", "notes/**"]')
+    )
+    root = _project(tmp_path, single)
+    done = eb("validate", "--cwd", str(root))
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        "warning: Check 'prompts': inputs pattern 'prompts/x.txt' matches no file, so no "
+        "change there reruns it (did you mean 'prompts/b.txt'?)",
+        "warning: Check 'prompts': inputs pattern 'notes/**' matches no file, so no change "
+        "there reruns it",
+    ], done.stderr
