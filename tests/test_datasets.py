@@ -2922,9 +2922,12 @@ def test_eb_schema_prints_a_familys_row_schema(
     root = project({"eval_checks/fam.yaml": SCRIPT_FAMILY.format(source=source)}, config=CONFIG)
     printed = eb("schema", "--case-schema", str(root / "eval_checks/fam.yaml"))
     assert printed.exit_code == 0
+    from eval_banana.models.checkbase import CASE_ITEM_SCHEMA
+
     assert json.loads(printed.stdout) == {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "required": ["name", "ok"],
+        "allOf": [CASE_ITEM_SCHEMA],  # eb's own rules for a row's id, tags and skip
     }
     (root / "eval_checks/fam.yaml").write_text(SCRIPT_FAMILY.format(source="cases: [{name: a}]"))
     refused = eb("schema", "--case-schema", str(root / "eval_checks/fam.yaml"))
@@ -3038,6 +3041,69 @@ def test_eb_schema_as_list_validates_each_row_as_eb_validate_does(
     validator = jsonschema.Draft202012Validator(json.loads(printed.stdout))
     failing = {rows[error.absolute_path[0]]["id"] for error in validator.iter_errors(rows)}
     assert failing == refused
+
+
+# A row eb validate refuses for its own id, tags or skip, whatever the family's schema says.
+_BROKEN_CASE_FIELDS = [
+    {"id": "a b"},
+    {"id": -1},
+    {"id": True},
+    {"id": "café"},
+    {"tags": "smoke, slow"},
+    {"tags": [1]},
+    {"tags": ""},
+    {"skip": True},
+    {"skip": False},
+    {"skip": ""},
+    {"skip": "FALSE"},
+    {"skip": "0"},
+    {"skip": "N/A"},
+    {"skip": " - "},
+]
+
+
+@pytest.mark.parametrize(
+    "case_schema",
+    [
+        "{required: [name, ok], properties: {name: {type: string}}}",
+        # The family's own unevaluatedProperties: eb's rules must let through no field it bars.
+        "{required: [name, ok], properties: {name: {type: string}, ok: {}, id: {}}, "
+        "unevaluatedProperties: false}",
+    ],
+    ids=["open", "unevaluated"],
+)
+def test_eb_schema_case_schema_refuses_a_row_eb_validate_refuses_for_its_case_fields(
+    case_schema: str, project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """The printed schema held the family's case_schema alone: a row whose id, tags or skip eb
+    validate refuses (`id: "a b"`, `skip: true`) passed in the editor."""
+    import jsonschema
+
+    good: list[dict[str, object]] = [{"id": "ok-1", "name": "n", "ok": "yes"}, {"id": 7}]
+    refused = list(_BROKEN_CASE_FIELDS)
+    if "unevaluated" in case_schema:
+        # Fields eb's rules allow, which this family's schema bars: still refused.
+        refused += [{"tags": ["fine"]}, {"skip": "flaky upstream"}]
+    else:
+        good += [{"tags": "smoke", "skip": None}, {"tags": ["a b", "c"], "skip": "flaky upstream"}]
+    good = [{"name": "n", "ok": "yes", **row} for row in good]
+    family = SCRIPT_FAMILY.format(source=f"cases_from: data/rows.json\ncase_schema: {case_schema}")
+    files = {"eval_checks/fam.yaml": family, "data/rows.json": json.dumps(good)}
+    root = project(files, config=CONFIG)
+    assert eb("validate", "--cwd", str(root)).exit_code == 0
+    for as_list in ([], ["--as-list"]):
+        printed = eb("schema", "--case-schema", str(root / "eval_checks/fam.yaml"), *as_list)
+        assert printed.exit_code == 0, printed.stderr
+        validator = jsonschema.Draft202012Validator(json.loads(printed.stdout))
+        assert [list(validator.iter_errors(row if not as_list else [row])) for row in good] == [
+            []
+        ] * len(good)
+        for broken in refused:
+            row = {"name": "n", "ok": "yes", **broken}
+            assert not validator.is_valid(row if not as_list else [row]), broken
+    for broken in refused:
+        (root / "data/rows.json").write_text(json.dumps([{"name": "n", "ok": "yes", **broken}]))
+        assert eb("validate", "--cwd", str(root)).exit_code == 2, broken
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])

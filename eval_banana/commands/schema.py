@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from eval_banana.core.errors import UsageError
 from eval_banana.datasets.rowschema import NAMED_SCHEMAS, ONE_SCHEMA, SCHEMA_LISTS
@@ -90,10 +91,40 @@ def _case_schema(*, path: str, as_list: bool) -> str:
     # eb checks rows by draft 2020-12 alone: a schema naming another is refused, as eb
     # validate refuses it, not printed for an editor to read by other rules.
     refuse_other_dialect(schema=schema, check_file=path)
-    document = {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
+    document = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        **_with_case_fields(schema=schema),
+    }
     if as_list:
         document = _listed(row=document)
     return json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def _with_case_fields(*, schema: dict[str, Any]) -> dict[str, Any]:
+    """The family's row schema with eb's own rules for a row's `id`, `tags` and `skip` added
+    (what `eb validate` refuses a row for, whatever the family's schema says), so that an
+    editor accepts no row eb would not. They sit in the root's `allOf`, beside the family's
+    own parts, whose references keep pointing where they did."""
+    from eval_banana.models.checkbase import CASE_ITEM_SCHEMA  # pydantic: only when asked
+
+    rules: dict[str, Any] = dict(CASE_ITEM_SCHEMA)
+    if "unevaluatedProperties" in schema:
+        rules = _without_annotations(rules=rules)
+    existing = schema.get("allOf", [])
+    if not isinstance(existing, list):
+        return schema  # no schema: eb validate says so at case_schema.allOf
+    return {**schema, "allOf": [*existing, rules]}
+
+
+def _without_annotations(*, rules: dict[str, Any]) -> dict[str, Any]:
+    """eb's case field rules said so that they evaluate no property: beside the family's own
+    `unevaluatedProperties`, the `properties` of the rules would otherwise let an `id`, `tags`
+    or `skip` the family's schema forbids through. Each is a value the row must not hold."""
+    broken = [
+        {"required": [name], "properties": {name: {"not": rule}}}
+        for name, rule in rules["properties"].items()
+    ]
+    return {"type": "object", "not": {"anyOf": broken}}
 
 
 def _listed(*, row: dict[str, object]) -> dict[str, object]:

@@ -41,12 +41,13 @@ _CASE_CHECK = re.compile(r"^([A-Za-z0-9_-]+)\[([A-Za-z0-9_.-]+)\]$")
 
 def no_reason_editor_pattern() -> str:
     """An ECMA-262 pattern (editors' regular expressions have no inline flags) of a `skip`
-    that is a yes/no, a number or a missing value, with spaces around it."""
+    that is a yes/no, a number, a missing value or holds no letter or digit (`-`, a check
+    mark), with spaces around it."""
     words = [
         "".join(_any_case(char) for char in word)
         for word in (*NO_REASON_WORDS, *MISSING_VALUE_WORDS)
     ]
-    return rf"^\s*(?:{'|'.join(words)}|{NUMBER_TEXT})\s*$"
+    return rf"^\s*(?:{'|'.join(words)}|{NUMBER_TEXT}|\W*)\s*$"
 
 
 def _any_case(char: str) -> str:

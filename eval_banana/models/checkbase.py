@@ -84,7 +84,7 @@ OMITTED_WHEN_UNSET = (
 # For editors, the rules of one inline case that a schema can say (eb validate says why). An id
 # is a whole number from 0 or text of CASE_ID_PATTERN (null: its position names the case); tags a
 # word or a list of them (null: none of its own); skip a reason, never blank, a yes/no, a number
-# or a missing value (NULL, nan).
+# or a missing value (NULL, nan), nor one without a letter or digit (`-`, a check mark).
 CASE_ITEM_SCHEMA: dict[str, JsonValue] = {
     "type": "object",
     "properties": {
