@@ -3798,3 +3798,41 @@ def test_a_value_yaml_1_2_does_not_read_as_its_tag_asks_is_told_at_its_line(
         )
     )
     assert told() == [("own.yaml", 6, f"Invalid check definition in {own}: line 6: '1_0' {why}")]
+
+
+@pytest.mark.parametrize("directive", ["%YAML 1.2\n---\n", ""])
+def test_a_plain_merge_word_reads_as_yaml_12_text_where_the_dataset_declares_it(
+    directive: str, project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """Under `%YAML 1.2` a plain `<<` where a value goes was refused as YAML 1.1's merge key,
+    which 1.2 has not: it is the text `<<` there; without the directive it is refused as before."""
+    family = SCRIPT_FAMILY.format(source="cases_from: data/rows.yaml").replace(
+        'ctx["case"]["ok"] == "yes"', 'ctx["case"]["name"] == "<<"'
+    )
+    rows = directive + "- {id: a, name: <<, ok: 'yes'}\n"
+    root = project({"eval_checks/fam.yaml": family, "data/rows.yaml": rows}, config=CONFIG)
+    ran = eb("run", "--cwd", str(root))
+    if directive:
+        assert ran.exit_code == 0, ran.stderr
+    else:
+        assert ran.exit_code == 2 and "YAML 1.1's merge key" in ran.stderr, ran.stderr
+
+
+@pytest.mark.parametrize("tag", ["!!omap", "!!pairs"])
+@pytest.mark.parametrize("directive", ["%YAML 1.2\n---\n", ""])
+def test_a_rows_omap_or_pairs_value_is_refused_as_no_json_value(
+    tag: str, directive: str, project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """`extra: !!omap [{a: 1}]` was kept as a list of pairs and handed to the case as lists;
+    a set and binary data were refused already, and so are these now, at the row."""
+    family = SCRIPT_FAMILY.format(source="cases_from: data/rows.yaml")
+    rows = directive + f"- {{id: a, name: n, ok: 'yes', extra: {tag} [{{a: 1}}]}}\n"
+    root = project({"eval_checks/fam.yaml": family, "data/rows.yaml": rows}, config=CONFIG)
+    validated = eb("validate", "--cwd", str(root), "--json")
+    assert validated.exit_code == 2, validated.stdout
+    (error,) = json.loads(validated.stdout)["errors"]
+    assert (
+        "field extra.0 holds pairs (a !!omap or !!pairs tag), which JSON cannot say"
+        in (error["message"])
+    )
+    assert error["hint"] == "write a mapping without the tag"

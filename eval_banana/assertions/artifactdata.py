@@ -38,6 +38,7 @@ from eval_banana.core.yamlsafe import (
     StrictLoader,
     Yaml12Core,
     construct_yaml12_bool,
+    construct_yaml12_word,
     declares_yaml_12,
     may_be_unbounded,
     yaml_float,
@@ -145,6 +146,7 @@ class Yaml12ArtifactLoader(Yaml12Core, ArtifactYamlLoader):
 
 
 Yaml12ArtifactLoader.add_constructor("tag:yaml.org,2002:bool", construct_yaml12_bool)
+Yaml12ArtifactLoader.add_constructor("tag:yaml.org,2002:merge", construct_yaml12_word)
 
 
 # Said after the artifact's name of YAML text that holds no data: as an empty file is, it is

@@ -174,6 +174,8 @@ def unsayable(value: object, *, path: str = "") -> Unsayable | None:
         return Unsayable(path, f"the number {value.text}", TOO_SMALL_FIX, why=TOO_SMALL)
     if type(value) is HugeNumber:
         return Unsayable(path, f"the number {value.text}", TOO_LARGE_FIX, why=too_large(value.text))
+    if type(value) is tuple:  # YAML's !!omap and !!pairs build a list of them
+        return Unsayable(path, "pairs (a !!omap or !!pairs tag)", "write a mapping without the tag")
     kinds = {"date": "a date", "datetime": "a date", "set": "a set", "bytes": "binary data"}
     return Unsayable(path, kinds.get(type(value).__name__, f"a {type(value).__name__}"), _QUOTE_IT)
 

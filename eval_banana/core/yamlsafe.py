@@ -391,7 +391,14 @@ class Yaml12CheckFileLoader(Yaml12Core, CheckFileLoader):
     """CheckFileLoader for a check file that declares `%YAML 1.2`."""
 
 
+def construct_yaml12_word(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
+    """A plain `<<` where a value goes, in a file that declares `%YAML 1.2`: text, as YAML 1.2
+    reads it (a merge key is YAML 1.1's, and only a mapping's key merges)."""
+    return str(loader.construct_scalar(node))
+
+
 Yaml12CheckFileLoader.add_constructor("tag:yaml.org,2002:bool", construct_yaml12_bool)
+Yaml12CheckFileLoader.add_constructor(_MERGE_TAG, construct_yaml12_word)
 
 
 def check_file_loader(text: str) -> CheckFileLoader:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import yaml
@@ -37,6 +37,7 @@ from eval_banana.core.yamlsafe import (
     Yaml12Core,
     construct_mapping_once_each,
     construct_whole_number,
+    construct_yaml12_word,
     declares_yaml_12,
     own_key_word,
     refuse_unbounded,
@@ -223,6 +224,16 @@ def _own_key(loader: DatasetLoader, node: yaml.ScalarNode) -> str:
     return str(loader.construct_scalar(node))
 
 
+def _pairs(loader: DatasetLoader, node: yaml.SequenceNode) -> Iterator[list[Any]]:
+    """`!!omap` or `!!pairs`: built as PyYAML builds them (a list of tuples, which JSON would
+    write as lists without a word), and the rows walked, so that the row holding them is told."""
+    loader.keys_not_text = True
+    if node.tag.endswith(":omap"):
+        yield from loader.construct_yaml_omap(node)
+    else:
+        yield from loader.construct_yaml_pairs(node)
+
+
 def as_yaml11_float(number: float) -> str:
     """`number` as YAML 1.1 reads a float: with a dot, and a sign on any exponent."""
     shown = repr(number)  # 1000.0, 0.001, 1e+300, 1e-05
@@ -241,6 +252,8 @@ DatasetLoader.add_constructor("tag:yaml.org,2002:int", _integer)
 DatasetLoader.add_constructor("tag:yaml.org,2002:float", _real)
 for _tag in OWN_KEY_TAGS:
     DatasetLoader.add_constructor(_tag, _own_key)
+DatasetLoader.add_constructor("tag:yaml.org,2002:omap", _pairs)
+DatasetLoader.add_constructor("tag:yaml.org,2002:pairs", _pairs)
 
 
 class Yaml12DatasetLoader(Yaml12Core, DatasetLoader):
@@ -255,6 +268,7 @@ def _plain_text(loader: Yaml12DatasetLoader, node: yaml.ScalarNode) -> str:
 
 Yaml12DatasetLoader.add_constructor("tag:yaml.org,2002:str", _plain_text)
 Yaml12DatasetLoader.add_constructor("tag:yaml.org,2002:int", construct_whole_number)
+Yaml12DatasetLoader.add_constructor("tag:yaml.org,2002:merge", construct_yaml12_word)
 
 
 def dataset_loader(text: str) -> DatasetLoader:
