@@ -323,6 +323,11 @@ class GuardDoc(StageEnvelope):
         default=None,
         description="Its SHA-256 then; null when the file did not exist.",
     )
+    min_agreement: float | None = Field(
+        default=None,
+        description="The min_agreement the calibration gate held the judges to (that of `eb "
+        "stage guard --min-agreement`, when given), or null when it read no record.",
+    )
 
 
 class ShardSource(Record):

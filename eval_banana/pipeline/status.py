@@ -89,8 +89,10 @@ def _refusal_changed(*, doc: GuardDoc, run_dir: Path) -> str | None:
     calibrated, a setting that now resolves. Else the agent's command found elsewhere now,
     or the calibration record it read."""
     if doc.ok:
-        return executable_moved(doc=doc, run_dir=run_dir) or _calibration_record_changed(
-            doc=doc, run_dir=run_dir
+        return (
+            executable_moved(doc=doc, run_dir=run_dir)
+            or _calibration_record_changed(doc=doc, run_dir=run_dir)
+            or _gate_refuses_now(doc=doc, run_dir=run_dir)
         )
     from eval_banana.stages.guard import guard
 
@@ -100,6 +102,25 @@ def _refusal_changed(*, doc: GuardDoc, run_dir: Path) -> str | None:
     return problems_now(
         recorded=doc.problems, now=now.problems, gone="the run would not be refused now"
     )
+
+
+def _gate_refuses_now(*, doc: GuardDoc, run_dir: Path) -> str | None:
+    """A guard that lets judges run although the calibration gate it was under refuses them
+    (guard.json edited by hand into a pass): decided again from the record, the harness and the
+    min_agreement it names. Only runs with judges and the gate on pay for it."""
+    if not doc.judge_checks or doc.harness is None:
+        return None
+    config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
+    if doc.calibration_file is None and not config.settings.harness.require_calibration:
+        return None
+    from eval_banana.stages.guard import gate_refusals
+
+    plan: PlanDoc = read_stage(run_dir=run_dir, stage="validate")
+    found = gate_refusals(config=config, plan=plan, guarded=doc)
+    if not found:
+        return None
+    first = found[0].message.splitlines()[0]
+    return f"it lets the run start, but the calibration gate refuses it: {first}"
 
 
 def _calibration_record_changed(*, doc: GuardDoc, run_dir: Path) -> str | None:

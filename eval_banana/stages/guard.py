@@ -159,14 +159,18 @@ def _grouped(warnings: list[ProblemModel]) -> list[ProblemModel]:
     return [*warnings[:SHOWN_GATE_WARNINGS], summary]
 
 
-def _gate_source(*, config: ConfigDoc) -> dict[str, str | None]:
+def _gate_source(*, config: ConfigDoc) -> dict[str, str | float | None]:
     """The record the gate read and its digest then, so `eb status` sees a recalibration."""
     from eval_banana.core.files import sha256_file
     from eval_banana.settings.folders import record_path
 
     path = record_path(config=config)
     digest = sha256_file(path=path) if path.is_file() else None
-    return {"calibration_file": str(path), "calibration_file_sha256": digest}
+    return {
+        "calibration_file": str(path),
+        "calibration_file_sha256": digest,
+        "min_agreement": config.settings.harness.min_agreement,
+    }
 
 
 def guard(
@@ -187,7 +191,7 @@ def guard(
     problems: list[ProblemModel] = []
     warnings: list[ProblemModel] = []
     harness: ResolvedHarness | None = None
-    gate_source: dict[str, str | None] = {}
+    gate_source: dict[str, str | float | None] = {}
     agent = config.settings.harness.agent
     if judges and not agent:
         offender = min(check.source_path for check in plan.checks if check.type == "harness_judge")
@@ -269,10 +273,25 @@ def raise_if_gate_refuses_repeats(
         return
     if config.settings.core.repeats == gated_repeats:
         return
+    found = gate_refusals(config=config, plan=plan, guarded=guarded)
+    raise_if_refused(guarded.model_copy(update={"ok": not found, "problems": found}))
+
+
+def gate_refusals(*, config: ConfigDoc, plan: PlanDoc, guarded: GuardDoc) -> list[ProblemModel]:
+    """The calibration gate's refusals of the planned judges under the harness and the
+    min_agreement `guarded` records (a guard rerun's --min-agreement is the guard's, not
+    config.json's); none when it records no harness."""
+    if guarded.harness is None:
+        return []
     from eval_banana.calibration.gate import calibration_problems
 
-    found = calibration_problems(config=config, plan=plan, harness=guarded.harness)
-    raise_if_refused(guarded.model_copy(update={"ok": not found, "problems": found}))
+    if guarded.min_agreement is not None:
+        harness_settings = config.settings.harness.model_copy(
+            update={"min_agreement": guarded.min_agreement}
+        )
+        settings = config.settings.model_copy(update={"harness": harness_settings})
+        config = config.model_copy(update={"settings": settings})
+    return calibration_problems(config=config, plan=plan, harness=guarded.harness)
 
 
 def write_guard_stage(*, run_dir: Path, doc: GuardDoc) -> str:

@@ -129,3 +129,47 @@ def test_a_check_dropped_from_the_plan_is_invalid_and_runs_again(tmp_path: Path)
     assert updated.returncode == 1, updated.stdout + updated.stderr
     report = json.loads((run_dir / "report.json").read_text())
     assert len(report["checks"]) == 2
+
+
+JUDGE_CHECK = """\
+schema_version: 1
+id: judge
+type: harness_judge
+description: j
+instructions: Is it good?
+"""
+
+
+def _judged_project(root: Path, *, score: int, config: str = "") -> Path:
+    """A project with one judge answered by tools/judge.sh (always `score`) as agent `fake`."""
+    _project(
+        root,
+        checks={},
+        config='[harness]\nagent = "fake"\n' + config + "[agents.fake]\n"
+        'command = ["tools/judge.sh"]\nmodel_flag = ""\noutput_dialect = "text"\n',
+    )
+    (root / "eval_checks" / "judge.yaml").write_text(JUDGE_CHECK)
+    (root / "tools").mkdir()
+    for name, answer in (("judge.sh", score), ("yes.sh", 1)):
+        script = root / "tools" / name
+        script.write_text(f'#!/bin/sh\necho \'{{"score": {answer}, "reason": "r"}}\'\n')
+        script.chmod(0o755)
+    return root
+
+
+def test_a_guard_set_to_ok_is_still_refused_by_the_calibration_gate(tmp_path: Path) -> None:
+    root = _judged_project(tmp_path / "p", score=1, config="require_calibration = true\n")
+    assert _eb("run", cwd=root).returncode == 2
+    run_dir = _run_dir(root)
+
+    def passing(document: dict[str, Any]) -> None:
+        document["ok"] = True
+        document["problems"] = []
+
+    _edit(run_dir, "guard.json", passing)
+    rows = _rows(root, run_dir)
+    assert _state(rows["guard"]) == "stale", rows["guard"]
+    assert "calibration gate refuses" in rows["guard"]
+    updated = _eb("update", "--run-dir", str(run_dir), cwd=root)
+    assert updated.returncode == 2, updated.stdout + updated.stderr
+    assert not (run_dir / "stages" / "execute.json").exists()
