@@ -1,5 +1,6 @@
 """Stage files read together must agree, as each must with itself (stagefiles/agreement.py).
 
+guard.json's harness must be its agent's template in the config.json it was made from.
 execute.json must hold the results of the plan.json it was made from: one per planned check, in
 plan order, each judged on the planned definition (a planned check with no result yet is an
 unfinished run, which `eb status` shows stale and `eb update` runs). score.json must be what the
@@ -18,11 +19,34 @@ from typing import Any, NamedTuple
 
 from eval_banana.core.errors import StageFileError
 from eval_banana.core.words import first_and_count
-from eval_banana.models.stages import ConfigDoc, ExecuteDoc, PlanDoc, ScoreDoc
+from eval_banana.models.stages import ConfigDoc, ExecuteDoc, GuardDoc, PlanDoc, ScoreDoc
 from eval_banana.stagefiles.agreement import results_against_plan, unresulted
 from eval_banana.stagefiles.layout import STAGE_NAMES, stage_path
 from eval_banana.stagefiles.read import read_stage
 from eval_banana.stagefiles.verdict import Inconsistency
+
+
+def _harness_against_config(*, run_dir: Path, doc: GuardDoc) -> Inconsistency | None:
+    """The agent template guard.json records must be its agent's in config.json (the
+    `[agents.<name>]` table, else the built-in): execute runs the recorded one. Compared by
+    guard.json's own agent, which `eb stage guard --harness-agent` may have changed."""
+    from eval_banana.core.errors import ConfigError
+    from eval_banana.harness.templates import resolve_template
+
+    if doc.harness is None:
+        return None
+    config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
+    agent = doc.harness.agent
+    try:
+        template = resolve_template(name=agent, custom=config.settings.agents)
+    except ConfigError:
+        return "$.harness.agent", f"{agent!r} is no agent of stages/config.json or a built-in"
+    if template != doc.harness.template:
+        return "$.harness.template", (
+            f"is not the template of agent {agent!r} (its [agents.{agent}] table in "
+            "stages/config.json, else the built-in one)"
+        )
+    return None
 
 
 def _results_against_plan(*, run_dir: Path, doc: ExecuteDoc) -> Inconsistency | None:
@@ -45,6 +69,12 @@ class _Agreement(NamedTuple):
 
 
 _AGREEMENTS: dict[str, _Agreement] = {
+    "guard": _Agreement(
+        upstream="config",
+        compare=_harness_against_config,
+        remake="eb update guards the run again from stages/config.json (or rerun the guard "
+        "stage: eb stage guard)",
+    ),
     "execute": _Agreement(
         upstream="validate",
         compare=_results_against_plan,

@@ -173,3 +173,23 @@ def test_a_guard_set_to_ok_is_still_refused_by_the_calibration_gate(tmp_path: Pa
     updated = _eb("update", "--run-dir", str(run_dir), cwd=root)
     assert updated.returncode == 2, updated.stdout + updated.stderr
     assert not (run_dir / "stages" / "execute.json").exists()
+
+
+def test_a_guard_whose_harness_command_was_edited_is_invalid(tmp_path: Path) -> None:
+    root = _judged_project(tmp_path / "p", score=0)
+    assert _eb("run", cwd=root).returncode == 1
+    run_dir = _run_dir(root)
+    assert _state(_rows(root, run_dir)["guard"]) == "ok"
+
+    def always_passing(document: dict[str, Any]) -> None:
+        harness = document["harness"]
+        harness["template"]["command"] = ["tools/yes.sh"]
+        harness["executable"] = harness["executable"].replace("judge.sh", "yes.sh")
+
+    _edit(run_dir, "guard.json", always_passing)
+    rows = _rows(root, run_dir)
+    assert _state(rows["guard"]) == "invalid", rows["guard"]
+    assert "$.harness.template" in rows["guard"]
+    updated = _eb("update", "--run-dir", str(run_dir), cwd=root)
+    assert updated.returncode == 1, updated.stdout + updated.stderr
+    assert "judge: failed" in updated.stdout
