@@ -164,6 +164,9 @@ def stage_state(*, run_dir: Path, stage: str, upstream: dict[str, StageState]) -
 
     for name in STAGE_INPUTS[stage]:
         relative = stage_path(run_dir=run_dir, stage=name).relative_to(run_dir)
+        if upstream[name].state == "missing":
+            # Said as such, not as a changed digest: the file is gone, not edited.
+            return stale(f"{relative} is missing")
         try:
             digest = stage_digest(run_dir=run_dir, stage=name)
         except StageFileError as exc:  # a FIFO or device in its place

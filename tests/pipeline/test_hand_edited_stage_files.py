@@ -193,3 +193,14 @@ def test_a_guard_whose_harness_command_was_edited_is_invalid(tmp_path: Path) -> 
     updated = _eb("update", "--run-dir", str(run_dir), cwd=root)
     assert updated.returncode == 1, updated.stdout + updated.stderr
     assert "judge: failed" in updated.stdout
+
+
+def test_a_deleted_upstream_stage_file_is_said_missing_not_changed(tmp_path: Path) -> None:
+    root = _project(tmp_path / "p", checks={"good": 0})
+    assert _eb("run", cwd=root).returncode == 0
+    run_dir = _run_dir(root)
+    (run_dir / "stages" / "plan.json").unlink()
+    rows = _rows(root, run_dir)
+    assert _state(rows["validate"]) == "missing"
+    for stage in ("guard", "execute"):
+        assert "(stages/plan.json is missing)" in rows[stage], rows[stage]
