@@ -1,6 +1,7 @@
 """Stage files read together must agree, as each must with itself (stagefiles/agreement.py).
 
-guard.json's harness must be its agent's template in the config.json it was made from.
+config.json's settings must be what its `sources` say they came from (the defaults, the project
+file). guard.json's harness must be its agent's template in the config.json it was made from.
 execute.json must hold the results of the plan.json it was made from: one per planned check, in
 plan order, each judged on the planned definition (a planned check with no result yet is an
 unfinished run, which `eb status` shows stale and `eb update` runs). score.json must be what the
@@ -24,6 +25,17 @@ from eval_banana.stagefiles.agreement import results_against_plan, unresulted
 from eval_banana.stagefiles.layout import STAGE_NAMES, stage_path
 from eval_banana.stagefiles.read import read_stage
 from eval_banana.stagefiles.verdict import Inconsistency
+
+
+def _settings_against_sources(*, run_dir: Path, doc: ConfigDoc) -> Inconsistency | None:
+    """Each setting config.json says came from the defaults must be its default, and each it
+    says came from the project file must be what that file sets, resolved again in memory (the
+    file is small): the later stages run by the recorded value. Only a file with the bytes the
+    config stage read is compared (an edited one makes the stage stale, told by `eb status`);
+    values from a flag or a variable cannot be looked at again."""
+    from eval_banana.stages.config import settings_against_sources
+
+    return settings_against_sources(config=doc)
 
 
 def _harness_against_config(*, run_dir: Path, doc: GuardDoc) -> Inconsistency | None:
@@ -63,12 +75,18 @@ def _score_against_results(*, run_dir: Path, doc: ScoreDoc) -> Inconsistency | N
 
 
 class _Agreement(NamedTuple):
-    upstream: str  # the stage whose file the fields are compared with
+    upstream: str | None  # the stage whose file the fields are compared with (None: its sources)
     compare: Callable[..., Inconsistency | None]
     remake: str  # how to make the file again
 
 
 _AGREEMENTS: dict[str, _Agreement] = {
+    "config": _Agreement(
+        upstream=None,
+        compare=_settings_against_sources,
+        remake="eb update resolves the run's settings again (or rerun the config stage: eb "
+        "stage config)",
+    ),
     "guard": _Agreement(
         upstream="config",
         compare=_harness_against_config,
@@ -106,9 +124,13 @@ def disagreement(*, run_dir: Path, stage: str, doc: Any) -> StageFileError | Non
         return None
     where, problem = found
     path = stage_path(run_dir=run_dir, stage=stage)
-    relative = stage_path(run_dir=run_dir, stage=upstream).relative_to(run_dir)
+    against = (
+        "is invalid"  # against its own `sources`, said in the problem
+        if upstream is None
+        else f"disagrees with {stage_path(run_dir=run_dir, stage=upstream).relative_to(run_dir)}"
+    )
     return StageFileError(
-        f"Stage file {path} disagrees with {relative} at {where}: {problem}",
+        f"Stage file {path} {against} at {where}: {problem}",
         file=str(path),
         field_path=where,
         hint=f"The file was edited by hand or damaged; {remake}.",

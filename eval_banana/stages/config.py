@@ -267,6 +267,67 @@ def laid_over(
     return config.model_copy(update={"settings": settings, "sources": sources})
 
 
+def settings_against_sources(*, config: ConfigDoc) -> tuple[str, str] | None:
+    """The first setting of `config` that is not what its source gives: a default that is
+    not the settings table's, or a project value that is not the config file's (read again,
+    when its bytes are those the config stage read). None when every one is; (JSON path, why)
+    otherwise. Values given by a flag or a variable are not compared: nothing recorded them
+    but config.json."""
+    table = _unchanged_file_table(config=config)
+    path = Path(config.config_file) if config.config_file is not None else None
+    recorded = config.settings.model_dump()
+    expected = config.settings.model_dump()
+    compared: list[SettingSpec] = []
+    for spec in SETTINGS:
+        if spec.kind in ("ignored", "agent_tables"):
+            continue
+        source = config.sources.get(spec.name)
+        if source == "default":
+            value: object = spec.default
+        elif source == "project" and table is not None:
+            try:
+                value = _file_value(spec=spec, table=table, path=path)
+            except ConfigError:
+                continue  # the config stage would refuse it: not what config.json holds
+            if value is _MISSING:
+                return f"$.sources.{spec.name}", f"the config file sets no {spec.label}"
+        else:
+            continue
+        expected[spec.section][spec.key] = value
+        compared.append(spec)
+    resolved_now = Settings.model_validate(expected).model_dump()
+    for spec in compared:
+        if resolved_now[spec.section][spec.key] != recorded[spec.section][spec.key]:
+            given = (
+                "it is the default"
+                if config.sources[spec.name] == "default"
+                else f"{config.config_file} sets it"
+            )
+            return f"$.settings.{spec.name}", (
+                f"is {show(recorded[spec.section][spec.key])} where sources says {given} "
+                f"({show(resolved_now[spec.section][spec.key])})"
+            )
+    return None
+
+
+def _unchanged_file_table(*, config: ConfigDoc) -> dict[str, Any] | None:
+    """The config file's TOML table, when it still has the bytes the config stage read; None
+    without one, or when it changed or cannot be read (`eb status` shows the stage stale)."""
+    if config.config_file is None or config.config_file_sha256 is None:
+        return None
+    path = Path(config.config_file)
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if sha256_bytes(data=data) != config.config_file_sha256:
+        return None
+    try:
+        return load_toml(path=path, data=data)
+    except ConfigError:
+        return None
+
+
 class _Placeable(Protocol):
     file: str | None
     field_path: str | None

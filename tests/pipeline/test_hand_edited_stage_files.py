@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 SCRIPT_CHECK = """\
 schema_version: 1
 id: {id}
@@ -204,3 +206,26 @@ def test_a_deleted_upstream_stage_file_is_said_missing_not_changed(tmp_path: Pat
     assert _state(rows["validate"]) == "missing"
     for stage in ("guard", "execute"):
         assert "(stages/plan.json is missing)" in rows[stage], rows[stage]
+
+
+@pytest.mark.parametrize(
+    ("config", "source"), [("", "default"), ("[core]\npass_threshold = 1.0\n", "project")]
+)
+def test_a_setting_edited_against_its_source_is_invalid(
+    tmp_path: Path, config: str, source: str
+) -> None:
+    root = _project(tmp_path / "p", checks={"good": 0, "bad": 1}, config=config)
+    assert _eb("run", cwd=root).returncode == 1
+    run_dir = _run_dir(root)
+
+    def lenient(document: dict[str, Any]) -> None:
+        assert document["sources"]["core.pass_threshold"] == source
+        document["settings"]["core"]["pass_threshold"] = 0.5
+
+    _edit(run_dir, "config.json", lenient)
+    rows = _rows(root, run_dir)
+    assert _state(rows["config"]) == "invalid", rows["config"]
+    assert "$.settings.core.pass_threshold" in rows["config"]
+    updated = _eb("update", "--run-dir", str(run_dir), cwd=root)
+    assert updated.returncode == 1, updated.stdout + updated.stderr
+    assert json.loads((run_dir / "report.json").read_text())["run_passed"] is False
