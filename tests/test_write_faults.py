@@ -730,3 +730,57 @@ def test_a_report_html_a_write_fault_refused_leaves_the_report_stage_stale_for_e
     assert after.returncode == 0 and "report    stages/report.json     ok" in after.stdout, (
         after.stdout
     )
+
+
+def _report_stage_line(root: Path) -> str:
+    """`eb status`'s line of the report stage."""
+    status = eb_process(root, "status")
+    (line,) = [line for line in status.stdout.splitlines() if line.startswith("report ")]
+    return line
+
+
+def test_a_junit_file_a_full_disk_refused_leaves_the_report_stage_stale_for_eb_update(
+    tmp_path: Path,
+) -> None:
+    # stages/report.json recorded nothing of the JUnit file: after the fault `eb status` called
+    # the report stage ok and `eb update` did nothing, though the hint said the file was gone.
+    root = _passing_project(tmp_path / "proj", check=_FAILS_ON_MARK)
+    reports = tmp_path / "reports"
+    junit = reports / "junit.xml"
+    with _small_disk(reports, size="64k"):
+        _fill(reports)
+        (root / "FAIL").write_text("")
+        done = eb_process(root, "run", "--no-html", "--junit-xml", str(junit))
+        assert _lines_besides_progress(done)[0] == (
+            f"Cannot write {junit}: No space left on device; the run is aborted"
+        ), done.stderr
+        assert not junit.exists()
+        assert _report_stage_line(root) == (
+            f"report    stages/report.json     stale  (the JUnit file {junit} could not be "
+            "written (No space left on device))"
+        )
+        (reports / "filler").unlink()
+        update = eb_process(root, "update")
+        assert update.returncode == 1, update.stdout + update.stderr  # the run's own verdict
+        assert "report    stages/report.json     stale (the JUnit file" in update.stdout
+        assert 'failures="1"' in junit.read_text()
+        assert _report_stage_line(root) == "report    stages/report.json     ok"
+
+
+def test_the_junit_file_a_later_run_replaces_leaves_the_earlier_runs_report_stage_ok(
+    tmp_path: Path,
+) -> None:
+    # Every run of the project writes the same JUnit path: the file the next run writes there
+    # (or its removal) is no change to this run, and `eb update` must not put this run's
+    # verdict back where CI reads the newest's. Only a file the run could not write is its own.
+    root = _passing_project(tmp_path / "proj", check=_FAILS_ON_MARK)
+    junit = tmp_path / "junit.xml"
+    first = eb_process(root, "run", "--no-html", "--cache", "off", "--junit-xml", str(junit))
+    assert first.returncode == 0, first.stdout + first.stderr
+    (root / "FAIL").write_text("")
+    second = eb_process(root, "run", "--no-html", "--cache", "off", "--junit-xml", str(junit))
+    assert second.returncode == 1, second.stdout + second.stderr
+    junit.unlink()
+    for run in sorted((root / ".eval-banana" / "results").iterdir()):
+        status = eb_process(root, "status", "--run-dir", str(run))
+        assert "report    stages/report.json     ok" in status.stdout, status.stdout

@@ -668,6 +668,23 @@ class ScoreDoc(StageEnvelope):
     )
 
 
+class ReportFault(Record):
+    """A report the report stage could not write once the checks had run (the run ended with
+    exit 3): eb status marks the stage stale naming it, and eb update writes it again."""
+
+    model_config = {"extra": "forbid"}
+
+    report: Literal["report.html", "junit_xml"] = Field(
+        description="Which report: report.html of the run folder, or the JUnit file ([core] "
+        "junit_xml, --junit-xml)."
+    )
+    path: str = Field(description="The path it was to be written to, absolute.")
+    cause: str = Field(
+        description="Why it could not be written, in the system's words ('No space left on "
+        "device', 'File too large')."
+    )
+
+
 class ReportDoc(StageEnvelope):
     stage: Literal["report"] = "report"
     report_json: str
@@ -688,14 +705,16 @@ class ReportDoc(StageEnvelope):
         default=None,
         description="sha256:<hex> of report.html's bytes as the run wrote them (eb status "
         "marks the stage stale when the page is gone or has other bytes now); null when the "
-        "run wrote no page (--no-html, or one it could not write) and in a stage file written "
-        "before eb recorded it: then report.html is not looked at.",
+        "run wrote no page (--no-html, or one it could not write: report_faults) and in a "
+        "stage file written before eb recorded it: then report.html is not looked at.",
     )
-    report_html_fault: str | None = Field(
-        default=None,
-        description="Why the run could not write report.html (a full disk, an I/O error: "
-        "'No space left on device'); eb status then marks the stage stale and eb update writes "
-        "the page again. null when the page was written or none was asked for.",
+    report_faults: list[ReportFault] = Field(
+        default_factory=list,
+        description="The reports the run could not write (report.html, the JUnit file), each "
+        "with its path and why: eb status marks the stage stale naming them and eb update "
+        "writes them again. Empty when every report asked for was written. The JUnit "
+        "file's digest is not recorded: its path is shared by the project's runs, each of "
+        "which replaces it.",
     )
 
 

@@ -19,7 +19,7 @@ from eval_banana.pipeline.outcome import RunOutcome
 from eval_banana.reporting import (
     ReportExtras,
     forks_html,
-    page_written,
+    reports_beside,
     start_html,
     write_extra_reports,
 )
@@ -57,14 +57,13 @@ def publish_report(
     extras.history_dir = history_folder(config=config)
     extras.config = config
     extras.history = history
-    # A page written again (the run interrupted while its reports were written) is finished
-    # again, and its new digest recorded.
-    extras.page_finished, extras.page_digest, extras.page_fault = False, None, None
+    extras.begin_reports()
     html_job = (
         page if page is not None else start_html(extras=extras, report=built, run_dir=run_dir)
     )
     try:
-        # stages/report.json is written once the page is, to record its digest.
+        # stages/report.json is written once the page and the JUnit file are, to record the
+        # page's digest and what could not be written.
         report = report_stage.write_reports(
             run_dir=run_dir,
             config=config,
@@ -72,8 +71,12 @@ def publish_report(
             score=score,
             inputs=inputs,
             built=built,
-            page=lambda written: page_written(
-                extras=extras, run_dir=run_dir, report=written, html=html_job
+            beside=lambda written: reports_beside(
+                extras=extras,
+                run_dir=run_dir,
+                report=written,
+                junit_xml=config.settings.core.junit_xml,
+                html=html_job,
             ),
         )
         written = write_extra_reports(

@@ -29,7 +29,7 @@ from eval_banana.checks.inputs import CheckInputs
 from eval_banana.core import forked
 from eval_banana.core.errors import OutputDirError
 from eval_banana.core.files import sha256_bytes, write_bytes_atomic
-from eval_banana.models.stages import ConfigDoc, DiscoverDoc, PlanDoc, ReportDoc
+from eval_banana.models.stages import ConfigDoc, DiscoverDoc, PlanDoc, ReportDoc, ReportFault
 from eval_banana.pipeline.reporttargets import (
     ReportTarget,
     names_any,
@@ -139,8 +139,9 @@ def replay(
             report_md=replayed.report_md,
             junit_xml=config.settings.core.junit_xml,
         )
-    # stages/report.json came from the kept run's: it records this run's page (or none).
-    _record_page(run_dir=run_dir, digest=extras.page_digest, fault=extras.page_fault)
+    # stages/report.json came from the kept run's: it records this run's page (or none) and
+    # the reports this run could not write.
+    _record_beside(run_dir=run_dir, digest=extras.page_digest, faults=extras.faults)
     if not console.quiet:
         report = replayed.load_report()
         console.summary(
@@ -198,13 +199,14 @@ def _redraw_marks(*, history: dict[str, Recent], page: Path, console: Console) -
         raise OutputDirError(f"Cannot write the HTML report to {page}: {exc}") from exc
 
 
-def _record_page(*, run_dir: Path, digest: str | None, fault: str | None) -> None:
+def _record_beside(*, run_dir: Path, digest: str | None, faults: list[ReportFault]) -> None:
     """Record in stages/report.json the digest of report.html as the replay left it (None: no
-    page), or why it could not be written, when it records another: the replay filled the stage
-    file in from the kept run's, before the page it brought had this run's values and marks."""
+    page) and the reports it could not write (the page, the JUnit file), when it records
+    others: the replay filled the stage file in from the kept run's, before the page it brought
+    had this run's values and marks."""
     doc: ReportDoc = read_stage(run_dir=run_dir, stage="report")
-    if (doc.report_html_sha256, doc.report_html_fault) != (digest, fault):
-        updated = doc.model_copy(update={"report_html_sha256": digest, "report_html_fault": fault})
+    if (doc.report_html_sha256, doc.report_faults) != (digest, faults):
+        updated = doc.model_copy(update={"report_html_sha256": digest, "report_faults": faults})
         write_stage_model(run_dir=run_dir, stage="report", model=updated)
 
 

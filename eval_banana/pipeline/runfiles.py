@@ -15,7 +15,7 @@ from pathlib import Path
 from eval_banana.core.files import sha256_and_size, sha256_file
 from eval_banana.core.readback import file_kind
 from eval_banana.core.stem import artifact_stem
-from eval_banana.core.words import first_and_count
+from eval_banana.core.words import and_list, first_and_count
 from eval_banana.models.stages import ExecuteDoc, PlanDoc, ReportDoc
 from eval_banana.stagefiles.layout import REPORT_HTML, REPORT_JSON, REPORT_MD
 
@@ -70,9 +70,10 @@ def reports_changed(*, doc: ReportDoc, run_dir: Path) -> str | None:
     for by name in the run folder, which may have moved since stages/report.json named them by
     absolute path. A stage file from before eb recorded the digests is asked only for the
     presence of report.json and report.md; report.html is looked at only when its digest is
-    recorded (a run with --no-html wrote none), and a page the run could not write is told as
-    such: `eb update` writes it."""
-    unwritten = _page_not_written(doc=doc, run_dir=run_dir)
+    recorded (a run with --no-html wrote none), and a report the run could not write
+    (report.html, the JUnit file) is told as such: `eb update` writes it. The JUnit file the run
+    did write is not looked at: every run of the project replaces it."""
+    unwritten = _not_written(doc=doc, run_dir=run_dir)
     if unwritten is not None:
         return unwritten
     recorded = {REPORT_JSON: doc.report_json_sha256, REPORT_MD: doc.report_md_sha256}
@@ -96,17 +97,21 @@ def reports_changed(*, doc: ReportDoc, run_dir: Path) -> str | None:
     return f"{_listed(edited)} were edited after the report stage wrote them"
 
 
-def _page_not_written(*, doc: ReportDoc, run_dir: Path) -> str | None:
-    """Why the run's report.html is not the page the report stage made: it could not be written
-    (a full disk), told with the cause it recorded, or as a taken place when something else
-    holds it now; None when the stage recorded no such fault."""
-    if doc.report_html_fault is None:
-        return None
-    if not (run_dir / REPORT_HTML).is_file():
-        taken = _taken_place(run_dir=run_dir, names=[REPORT_HTML])
-        if taken is not None:
-            return taken
-    return f"{REPORT_HTML} could not be written ({doc.report_html_fault})"
+def _not_written(*, doc: ReportDoc, run_dir: Path) -> str | None:
+    """Why the reports the stage recorded as not written are not what it made: each told with
+    the cause it recorded (a full disk), or a report of the run folder as a taken place when
+    something else holds it now; None when the stage recorded no such fault."""
+    told: list[str] = []
+    for fault in doc.report_faults:
+        if fault.report == "junit_xml":
+            told.append(f"the JUnit file {fault.path} could not be written ({fault.cause})")
+            continue
+        if not (run_dir / fault.report).is_file():
+            taken = _taken_place(run_dir=run_dir, names=[fault.report])
+            if taken is not None:
+                return taken
+        told.append(f"{fault.report} could not be written ({fault.cause})")
+    return and_list(told) if told else None
 
 
 def _taken_place(*, run_dir: Path, names: list[str]) -> str | None:

@@ -14,13 +14,13 @@ import importlib
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from eval_banana.core import forked
 from eval_banana.core.errors import LinkLoopError, Problem, WriteFault, problem_of
 from eval_banana.core.files import clear_stale_file
 from eval_banana.core.record import Field, Record
-from eval_banana.models.stages import ConfigDoc
+from eval_banana.models.stages import ConfigDoc, ReportFault
 from eval_banana.settings.folders import STEP_SUMMARY_ENV, junit_file, summary_loop
 from eval_banana.stagefiles.layout import REPORT_HTML
 
@@ -29,7 +29,7 @@ from eval_banana.stagefiles.layout import REPORT_HTML
 if TYPE_CHECKING:
     from eval_banana.reporting.github import annotations, append_step_summary
     from eval_banana.reporting.html import write_html
-    from eval_banana.stages.report import PageWritten
+    from eval_banana.stages.report import ReportsBeside
 
 _LOADED_WHEN_USED = {
     "annotations": "eval_banana.reporting.github",
@@ -53,7 +53,7 @@ __all__ = [
     "append_step_summary",
     "finish_page",
     "forks_html",
-    "page_written",
+    "reports_beside",
     "start_html",
     "write_extra_reports",
     "write_html",
@@ -90,15 +90,25 @@ class ReportExtras(Record):
     # written (None: none asked for, or it could not be written).
     page_finished: bool = False
     page_digest: str | None = None
-    # Why report.html could not be written (the fault's cause), which stages/report.json
-    # records so that `eb status` calls the report stage stale and `eb update` writes it again.
-    page_fault: str | None = None
+    # Whether the JUnit file was written, or tried (`finish_junit`): once per report stage.
+    junit_finished: bool = False
+    # report.html and the JUnit file when they could not be written, with why: recorded in
+    # stages/report.json, so `eb status` calls the report stage stale and `eb update` writes
+    # them again.
+    faults: list[ReportFault] = Field(default_factory=list)
     # Outputs whose failure costs only themselves (the step summary): warnings to tell, each
     # with its fix when it has one.
     warnings: list[Problem] = Field(default_factory=list)
     # Whether the run is stopping (a signal its handler only noted): a report waiting for the
     # project's turn is then written at once (reporting/projectturn.py).
     stop: Callable[[], bool] | None = None
+
+    def begin_reports(self) -> None:
+        """Ready for the report stage to write report.html and the JUnit file: a stage
+        written again (the run interrupted while its reports were written) writes them again,
+        and records the new page's digest and faults."""
+        self.page_finished, self.junit_finished = False, False
+        self.page_digest, self.faults = None, []
 
     def tell_faults(self, *, warn: Callable[..., None]) -> None:
         """Warn of each output that could not be written (`warn(message, hint=...)`, as
@@ -205,31 +215,79 @@ def finish_page(
     except (OSError, WriteFault, LinkLoopError) as exc:
         # A report CI reads is missing: a fault of the run (exit 3), never a setup error
         # (the checks ran); the rest is still written and the verdict still shown.
-        fault = _report_fault(path=path, exc=exc)
         if isinstance(exc, WriteFault):
             # An earlier page (`eb stage report`, `eb update`) would show the verdict it drew.
             clear_stale_file(path=path)
-        extras.page_fault = fault.cause if isinstance(fault, WriteFault) else fault.message
-        if extras.fault is None:
-            extras.fault = fault
+        _note_fault(extras=extras, report="report.html", path=path, exc=exc)
         return None
     extras.written.append(path)
     return extras.page_digest
 
 
-def page_written(
+def finish_junit(
+    *, extras: ReportExtras, run_dir: Path, report: dict[str, Any], junit_xml: str | None
+) -> None:
+    """The JUnit file (`junit_xml`: [core] junit_xml, --junit-xml) written when the run asks
+    for it, once, after report.html: a page that could not be written is told in it (the run
+    ends with exit 3). One that cannot be written is a fault of the run, told after the verdict
+    and recorded in stages/report.json."""
+    if not junit_xml or extras.junit_finished:
+        return
+    extras.junit_finished = True
+    project_root = Path(str(report.get("project_root") or run_dir))
+    path = junit_path(setting=junit_xml, project_root=project_root)
+    try:
+        # xml.etree is loaded only by runs that ask for JUnit.
+        from eval_banana.reporting.junit import write_junit
+
+        places = extras.case_places(report=report)
+        with _project_turn(extras=extras, path=path):
+            write_junit(
+                report=report,
+                project_root=project_root,
+                path=path,
+                places=places,
+                # report.html not written: the run ends with exit 3, which the file shows.
+                fault=None if extras.fault is None else extras.fault.message,
+            )
+    except (OSError, WriteFault, LinkLoopError) as exc:
+        # As report.html's (`finish_page`): a fault of the run, told after the verdict.
+        _note_fault(extras=extras, report="junit_xml", path=path, exc=exc)
+    else:
+        extras.written.append(path)
+
+
+def reports_beside(
     *,
     extras: ReportExtras,
     run_dir: Path,
     report: dict[str, Any],
-    html: forked.Pending[str] | None = None,
-) -> "PageWritten":
-    """`finish_page`, as stages/report.json records the page: its digest, or why it could not
-    be written."""
-    from eval_banana.stages.report import PageWritten  # the report stage loads it already
+    junit_xml: str | None,
+    html: forked.Pending[str] | None,
+) -> "ReportsBeside":
+    """report.html and the JUnit file, written by the report stage before stages/report.json,
+    as that records them: the page's digest and the reports that could not be written."""
+    from eval_banana.stages.report import ReportsBeside  # the report stage loads it already
 
     digest = finish_page(extras=extras, run_dir=run_dir, report=report, html=html)
-    return PageWritten(digest=digest, fault=None if digest is not None else extras.page_fault)
+    finish_junit(extras=extras, run_dir=run_dir, report=report, junit_xml=junit_xml)
+    return ReportsBeside(page_digest=digest, faults=tuple(extras.faults))
+
+
+def _note_fault(
+    *,
+    extras: ReportExtras,
+    report: Literal["report.html", "junit_xml"],
+    path: Path,
+    exc: OSError | WriteFault | LinkLoopError,
+) -> None:
+    """A report that could not be written: recorded for stages/report.json with its cause,
+    and the run's fault (exit 3) when it is the first."""
+    fault = _report_fault(path=path, exc=exc)
+    cause = fault.cause if isinstance(fault, WriteFault) else fault.message
+    extras.faults.append(ReportFault(report=report, path=str(path), cause=cause))
+    if extras.fault is None:
+        extras.fault = fault
 
 
 def _report_fault(
@@ -280,38 +338,16 @@ def write_extra_reports(
     junit_xml: str | None,
     html: forked.Pending[str] | None = None,
 ) -> ReportExtras:
-    """Write report.html (or finish `html`, begun by `start_html`; nothing more when
-    `finish_page` did), the JUnit file and the GitHub outputs asked for; return `extras`,
-    holding what could not be written (`ReportExtras.tell_faults` tells it after the console
-    summary)."""
+    """Write report.html (or finish `html`, begun by `start_html`) and the JUnit file, each
+    unless `reports_beside` wrote it already, and the GitHub outputs asked for; return
+    `extras`, holding what could not be written (`ReportExtras.tell_faults` tells it after the
+    console summary)."""
     from eval_banana.reporting.github import annotations, append_step_summary, warning_annotations
 
     extras = extras if extras is not None else ReportExtras()
     extras.report, extras.report_md = report, report_md
-    project_root = Path(str(report.get("project_root") or run_dir))
     finish_page(extras=extras, run_dir=run_dir, report=report, html=html)
-    if junit_xml:
-        path = junit_path(setting=junit_xml, project_root=project_root)
-        try:
-            # xml.etree is loaded only by runs that ask for JUnit.
-            from eval_banana.reporting.junit import write_junit
-
-            places = extras.case_places(report=report)
-            with _project_turn(extras=extras, path=path):
-                write_junit(
-                    report=report,
-                    project_root=project_root,
-                    path=path,
-                    places=places,
-                    # report.html not written: the run ends with exit 3, which the file shows.
-                    fault=None if extras.fault is None else extras.fault.message,
-                )
-        except (OSError, WriteFault, LinkLoopError) as exc:
-            # As report.html's (`finish_page`): a fault of the run, told after the verdict.
-            if extras.fault is None:
-                extras.fault = _report_fault(path=path, exc=exc)
-        else:
-            extras.written.append(path)
+    finish_junit(extras=extras, run_dir=run_dir, report=report, junit_xml=junit_xml)
     if extras.annotations == "github":
         stream = extras.annotation_stream if extras.annotation_stream is not None else sys.stdout
         for line in [

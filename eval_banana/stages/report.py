@@ -13,7 +13,7 @@ from eval_banana.core.files import (
     write_json_atomic,
 )
 from eval_banana.core.realpaths import real_path
-from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ReportDoc, ScoreDoc
+from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ReportDoc, ReportFault, ScoreDoc
 from eval_banana.reporttext.markdown import render_markdown
 from eval_banana.stagefiles.layout import REPORT_JSON, REPORT_MD, envelope
 from eval_banana.stagefiles.write import refusing_wrong_place, write_stage_model
@@ -22,12 +22,13 @@ from eval_banana.stages.execute import document_digest, execution_ms
 REPORT_SCHEMA_VERSION = 1
 
 
-class PageWritten(NamedTuple):
-    """report.html as the report stage records it: the digest of the page written, or why it
-    could not be written (both None: no page was asked for)."""
+class ReportsBeside(NamedTuple):
+    """What the reports written after report.json and report.md (report.html, the JUnit file)
+    leave for stages/report.json to record: the digest of the page written (None: none asked
+    for, or it could not be written), and each report that could not be written, with why."""
 
-    digest: str | None = None
-    fault: str | None = None
+    page_digest: str | None = None
+    faults: tuple[ReportFault, ...] = ()
 
 
 class ReportOutcome(NamedTuple):
@@ -169,14 +170,14 @@ def write_reports(
     inputs: dict[str, str] | None = None,
     run_id: str | None = None,
     built: dict[str, Any] | None = None,
-    page: Callable[[dict[str, Any]], PageWritten] | None = None,
+    beside: Callable[[dict[str, Any]], ReportsBeside] | None = None,
 ) -> ReportOutcome:
     """Write report.json, report.md and stages/report.json (before any console output).
 
     `built` is the report object when the caller has built it already (`build_report`);
-    `page` finishes report.html once the other reports are written, before the stage file that
-    records its digest, or why it could not be written (None: the run writes no page, or another
-    writer records it).
+    `beside` writes the other reports (report.html, the JUnit file) once these are written,
+    before the stage file that records the page's digest and the reports it could not write
+    (None: the run writes neither, or another writer records them).
     """
     report = (
         built
@@ -195,7 +196,7 @@ def write_reports(
     with refusing_wrong_place(path=md_path, stage="report"):
         write_bytes_atomic(path=md_path, data=markdown_bytes)
     # Most often the page, rendered in a forked child meanwhile, is ready by now.
-    written = page(report) if page is not None else PageWritten()
+    written = beside(report) if beside is not None else ReportsBeside()
     if inputs is None:
         inputs = {
             "config": document_digest(doc=config),
@@ -203,16 +204,16 @@ def write_reports(
             "score": document_digest(doc=score),
         }
     document = envelope(stage="report", run_id=report["run_id"], inputs=inputs)
-    # The reports' digests, so `eb status` sees one edited after this stage wrote it: the
-    # stage file is written last, after the reports it describes.
+    # The reports' digests, so `eb status` sees one edited after this stage wrote it, and the
+    # reports it could not write, so `eb update` writes them: the stage file is written last.
     document.update(
         report_json=str(json_path),
         report_md=str(md_path),
         extra_outputs=[],
         report_json_sha256=json_digest,
         report_md_sha256=sha256_bytes(data=markdown_bytes),
-        report_html_sha256=written.digest,
-        report_html_fault=written.fault,
+        report_html_sha256=written.page_digest,
+        report_faults=list(written.faults),
     )
     doc = ReportDoc.model_validate(document)
     digest = write_stage_model(run_dir=run_dir, stage="report", model=doc)
