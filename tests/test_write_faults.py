@@ -767,6 +767,43 @@ def test_a_junit_file_a_full_disk_refused_leaves_the_report_stage_stale_for_eb_u
         assert _report_stage_line(root) == "report    stages/report.json     ok"
 
 
+def test_a_report_md_eb_stage_report_cannot_rewrite_is_recorded_for_eb_update(
+    tmp_path: Path,
+) -> None:
+    # The failed rewrite ended `eb stage report` before the verdict, report.html, the JUnit
+    # file and the stage file: stages/report.json still described the reports of before, so
+    # `eb status` called the stage ok and `eb update` left report.md as it was.
+    if os.geteuid() != 0 or shutil.which("chattr") is None:
+        pytest.skip("making a file immutable needs root and chattr")
+    root = _passing_project(tmp_path / "proj")
+    first = eb_process(root, "run", "--cache", "off")
+    assert first.returncode == 0, first.stdout + first.stderr
+    (run,) = (root / ".eval-banana" / "results").iterdir()
+    markdown = run / "report.md"
+    junit = tmp_path / "junit.xml"
+    if subprocess.run(["chattr", "+i", str(markdown)], capture_output=True).returncode:
+        pytest.skip("this file system has no immutable flag")
+    try:
+        done = eb_process(root, "stage", "report", "--junit-xml", str(junit))
+    finally:
+        subprocess.run(["chattr", "-i", str(markdown)], check=False)
+    assert "Passed: yes" in done.stdout, done.stdout  # the verdict is still shown
+    assert _lines_besides_progress(done) == [
+        f"Cannot write {markdown}: Operation not permitted; the run is aborted"
+    ], done.stderr
+    # The other reports are still written; the JUnit file tells why the command failed.
+    assert (run / "report.html").is_file()
+    assert "report.md: Operation not permitted" in junit.read_text()
+    assert _report_stage_line(root) == (
+        "report    stages/report.json     stale  (report.md could not be written "
+        "(Operation not permitted))"
+    )
+    update = eb_process(root, "update")
+    assert update.returncode == 0, update.stdout + update.stderr
+    assert markdown.read_text().startswith("# eval-banana report")
+    assert _report_stage_line(root) == "report    stages/report.json     ok"
+
+
 def test_the_junit_file_a_later_run_replaces_leaves_the_earlier_runs_report_stage_ok(
     tmp_path: Path,
 ) -> None:

@@ -674,9 +674,9 @@ class ReportFault(Record):
 
     model_config = {"extra": "forbid"}
 
-    report: Literal["report.html", "junit_xml"] = Field(
-        description="Which report: report.html of the run folder, or the JUnit file ([core] "
-        "junit_xml, --junit-xml)."
+    report: Literal["report.md", "report.html", "junit_xml"] = Field(
+        description="Which report: report.md or report.html of the run folder, or the JUnit "
+        "file ([core] junit_xml, --junit-xml)."
     )
     path: str = Field(description="The path it was to be written to, absolute.")
     cause: str = Field(
@@ -699,7 +699,7 @@ class ReportDoc(StageEnvelope):
     report_md_sha256: str | None = Field(
         default=None,
         description="sha256:<hex> of report.md's bytes as the stage wrote them, as "
-        "report_json_sha256.",
+        "report_json_sha256; null also when the stage could not write it (report_faults).",
     )
     report_html_sha256: str | None = Field(
         default=None,
@@ -710,11 +710,11 @@ class ReportDoc(StageEnvelope):
     )
     report_faults: list[ReportFault] = Field(
         default_factory=list,
-        description="The reports the run could not write (report.html, the JUnit file), each "
-        "with its path and why: eb status marks the stage stale naming them and eb update "
-        "writes them again. Empty when every report asked for was written. The JUnit "
-        "file's digest is not recorded: its path is shared by the project's runs, each of "
-        "which replaces it.",
+        description="The reports the run could not write (report.md, report.html, the JUnit "
+        "file), each with its path and why: eb status marks the stage stale naming them and "
+        "eb update writes them again. Empty when every report asked for was written. The "
+        "JUnit file's digest is not recorded: its path is shared by the project's runs, each "
+        "of which replaces it.",
     )
 
 

@@ -71,12 +71,13 @@ def publish_report(
             score=score,
             inputs=inputs,
             built=built,
-            beside=lambda written: reports_beside(
+            beside=lambda written, md_fault: reports_beside(
                 extras=extras,
                 run_dir=run_dir,
                 report=written,
                 junit_xml=config.settings.core.junit_xml,
                 html=html_job,
+                earlier=md_fault,
             ),
         )
         written = write_extra_reports(

@@ -71,8 +71,8 @@ def reports_changed(*, doc: ReportDoc, run_dir: Path) -> str | None:
     absolute path. A stage file from before eb recorded the digests is asked only for the
     presence of report.json and report.md; report.html is looked at only when its digest is
     recorded (a run with --no-html wrote none), and a report the run could not write
-    (report.html, the JUnit file) is told as such: `eb update` writes it. The JUnit file the run
-    did write is not looked at: every run of the project replaces it."""
+    (report.md, report.html, the JUnit file) is told as such: `eb update` writes it. The JUnit
+    file the run did write is not looked at: every run of the project replaces it."""
     unwritten = _not_written(doc=doc, run_dir=run_dir)
     if unwritten is not None:
         return unwritten

@@ -264,11 +264,16 @@ def reports_beside(
     report: dict[str, Any],
     junit_xml: str | None,
     html: forked.Pending[str] | None,
+    earlier: WriteFault | None,
 ) -> "ReportsBeside":
     """report.html and the JUnit file, written by the report stage before stages/report.json,
-    as that records them: the page's digest and the reports that could not be written."""
+    as that records them: the page's digest and the reports that could not be written.
+    `earlier`: report.md's fault (None: written), the run's to end with (exit 3) and which the
+    JUnit file tells, as a page's."""
     from eval_banana.stages.report import ReportsBeside  # the report stage loads it already
 
+    if earlier is not None and extras.fault is None:
+        extras.fault = earlier
     digest = finish_page(extras=extras, run_dir=run_dir, report=report, html=html)
     finish_junit(extras=extras, run_dir=run_dir, report=report, junit_xml=junit_xml)
     return ReportsBeside(page_digest=digest, faults=tuple(extras.faults))

@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from eval_banana.core import canonjson
+from eval_banana.core.errors import WriteFault
 from eval_banana.core.files import (
+    clear_stale_file,
     sha256_bytes,
     write_bytes_atomic,
     write_json_atomic,
@@ -170,14 +172,15 @@ def write_reports(
     inputs: dict[str, str] | None = None,
     run_id: str | None = None,
     built: dict[str, Any] | None = None,
-    beside: Callable[[dict[str, Any]], ReportsBeside] | None = None,
+    beside: Callable[[dict[str, Any], WriteFault | None], ReportsBeside] | None = None,
 ) -> ReportOutcome:
     """Write report.json, report.md and stages/report.json (before any console output).
 
     `built` is the report object when the caller has built it already (`build_report`);
     `beside` writes the other reports (report.html, the JUnit file) once these are written,
-    before the stage file that records the page's digest and the reports it could not write
-    (None: the run writes neither, or another writer records them).
+    before the stage file that records the page's digest and the reports it could not write. It
+    is given report.md's write fault (None: written), which it then tells (exit 3) as its own
+    reports' faults; with no `beside`, that fault is raised once the stage file records it.
     """
     report = (
         built
@@ -193,10 +196,9 @@ def write_reports(
         json_digest = write_json_atomic(path=json_path, document=report, end="")
     markdown = render_markdown(report=report)
     markdown_bytes = markdown.encode("utf-8")
-    with refusing_wrong_place(path=md_path, stage="report"):
-        write_bytes_atomic(path=md_path, data=markdown_bytes)
+    md_fault = _write_markdown(path=md_path, data=markdown_bytes)
     # Most often the page, rendered in a forked child meanwhile, is ready by now.
-    written = beside(report) if beside is not None else ReportsBeside()
+    written = beside(report, md_fault) if beside is not None else ReportsBeside()
     if inputs is None:
         inputs = {
             "config": document_digest(doc=config),
@@ -204,6 +206,11 @@ def write_reports(
             "score": document_digest(doc=score),
         }
     document = envelope(stage="report", run_id=report["run_id"], inputs=inputs)
+    md_faults = (
+        []
+        if md_fault is None
+        else [ReportFault(report="report.md", path=str(md_path), cause=md_fault.cause)]
+    )
     # The reports' digests, so `eb status` sees one edited after this stage wrote it, and the
     # reports it could not write, so `eb update` writes them: the stage file is written last.
     document.update(
@@ -211,12 +218,14 @@ def write_reports(
         report_md=str(md_path),
         extra_outputs=[],
         report_json_sha256=json_digest,
-        report_md_sha256=sha256_bytes(data=markdown_bytes),
+        report_md_sha256=None if md_fault is not None else sha256_bytes(data=markdown_bytes),
         report_html_sha256=written.page_digest,
-        report_faults=list(written.faults),
+        report_faults=[*md_faults, *written.faults],
     )
     doc = ReportDoc.model_validate(document)
     digest = write_stage_model(run_dir=run_dir, stage="report", model=doc)
+    if md_fault is not None and beside is None:
+        raise md_fault
     return ReportOutcome(
         report=report,
         doc=doc,
@@ -225,3 +234,16 @@ def write_reports(
         markdown=markdown,
         digest=digest,
     )
+
+
+def _write_markdown(*, path: Path, data: bytes) -> WriteFault | None:
+    """Write report.md; the fault when it cannot be (a full disk, an immutable file): the run
+    goes on to write the other reports and show its verdict, then ends with exit 3. An earlier
+    report.md there (`eb stage report` over a run) is removed: it shows the verdict it drew."""
+    try:
+        with refusing_wrong_place(path=path, stage="report"):
+            write_bytes_atomic(path=path, data=data)
+    except WriteFault as fault:
+        clear_stale_file(path=path)
+        return fault
+    return None
