@@ -5,7 +5,7 @@ was decided under (`settingchanges.py`). The execute stage's staleness, for
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from eval_banana.core.errors import ProjectStateError
@@ -37,24 +37,45 @@ def input_changes(*, plan: PlanDoc, executed: ExecuteDoc, config: ConfigDoc) -> 
     """Check id -> why the files its `inputs:` match, or the artifact an assertions check
     grades, differ from those its result was judged on (checks with no recorded input digest
     cannot be compared, as checks without `inputs:`)."""
-    changes = _artifact_changes(plan=plan, executed=executed, config=config)
+    return recorded_input_changes(
+        checks=plan.checks,
+        input_digests=executed.input_digests,
+        artifact_ids=executed.artifact_ids,
+        config=config,
+    )
+
+
+def recorded_input_changes(
+    *,
+    checks: Sequence[PlannedCheck],
+    input_digests: Mapping[str, str],
+    artifact_ids: Mapping[str, str],
+    config: ConfigDoc,
+    anew: bool = True,
+) -> dict[str, str]:
+    """`input_changes` of checks whose recorded digests are given apart from an execute
+    stage (`eb merge` compares each shard's with the merge's checkout before it writes one).
+    `anew`: also name the inputs whose files are as they were but whose digest an earlier eb
+    made another way (a rerun's key is new; the files a merge compares are the same)."""
+    changes = _artifact_changes(checks=checks, recorded=artifact_ids, config=config)
     changes.update(
         (check_id, why)
         for check_id, why in _declared_input_changes(
-            plan=plan, executed=executed, config=config
+            checks=checks, recorded=input_digests, config=config, anew=anew
         ).items()
         if check_id not in changes
     )
     return changes
 
 
-def _artifact_changes(*, plan: PlanDoc, executed: ExecuteDoc, config: ConfigDoc) -> dict[str, str]:
+def _artifact_changes(
+    *, checks: Sequence[PlannedCheck], recorded: Mapping[str, str], config: ConfigDoc
+) -> dict[str, str]:
     """Assertions check id -> 'artifact <path> changed' (or appeared, or is gone) since its
     result graded it: the artifact is what its verdict is about, `inputs:` or not."""
     from eval_banana.checks.inputs import artifact_ids, artifact_of
 
-    recorded = executed.artifact_ids
-    compared = [check for check in plan.checks if check.id in recorded]
+    compared = [check for check in checks if check.id in recorded]
     current = artifact_ids(checks=compared, project_root=Path(config.project_root))
     changes: dict[str, str] = {}
     for check in compared:
@@ -68,21 +89,24 @@ def _artifact_changes(*, plan: PlanDoc, executed: ExecuteDoc, config: ConfigDoc)
 
 
 def _declared_input_changes(
-    *, plan: PlanDoc, executed: ExecuteDoc, config: ConfigDoc
+    *,
+    checks: Sequence[PlannedCheck],
+    recorded: Mapping[str, str],
+    config: ConfigDoc,
+    anew: bool = True,
 ) -> dict[str, str]:
     from eval_banana.checks.inputs import CheckInputs, declared_inputs
 
-    recorded = executed.input_digests
     own_files = _OwnFiles(config=config)
     declared = {
         check.id: (patterns, own_files.of(check))
-        for check in plan.checks
+        for check in checks
         if check.id in recorded and (patterns := declared_inputs(check.definition)) is not None
     }
     if not declared:
         return {}
     reader = CheckInputs(
-        config=config, definitions=[c.definition for c in plan.checks if c.id in declared]
+        config=config, definitions=[c.definition for c in checks if c.id in declared]
     )
     # A case's own row is its definition's (validate's staleness), not an input's: its family
     # files are left out here as execute left them out when it recorded the digest.
@@ -96,6 +120,8 @@ def _declared_input_changes(
         if reader.digest_before_modes(inputs=patterns, excluding=family_files) == before:
             # Recorded by an eb that left file modes out of the digest: the files are as they
             # were, and only the verdict's key is new (the check runs again, as its cache misses).
+            if not anew:
+                continue
             changes[check_id] = (
                 f"inputs {shown}: digest made anew by this eb version (the files are as they were)"
             )

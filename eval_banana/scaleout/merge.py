@@ -38,6 +38,7 @@ from eval_banana.pipeline.writers import writing_run
 from eval_banana.reporting import ReportExtras
 from eval_banana.reporting.console import Console
 from eval_banana.scaleout import mergedstages, shardevidence
+from eval_banana.scaleout.shardinputs import refuse_other_inputs
 from eval_banana.scaleout.shardrun import ShardRun
 from eval_banana.scaleout.shardset import read_shard_set
 from eval_banana.settings.folders import refuse_junit_target
@@ -95,14 +96,17 @@ def merge_shards(*, request: MergeRequest, console: Console, cancel: threading.E
         )
     # As `eb run` refuses them: a report over the config file, a check file, a script or a
     # dataset the shards' plan names would break the next run.
+    targets = report_targets(config=config, outputs=request.outputs, environ=request.environ)
     refuse_reports_over(
-        targets=report_targets(config=config, outputs=request.outputs, environ=request.environ),
+        targets=targets,
         read={
             **settings_read(config=config),
             **{check.source_path: "a check file" for check in ordered.checks},
             **plan_files_read(config=config, checks=ordered.checks),
         },
     )
+    # The shards tested the code of this checkout, or the merged verdict is on other code.
+    refuse_other_inputs(runs=runs, checks=ordered.checks, config=config)
     folder = open_run_dir(config=config, flat_output=request.flat_output)
     run_dir = folder.path
     # Held to the end, as `eb run` holds its folder: `eb status` says the merge is still going,
