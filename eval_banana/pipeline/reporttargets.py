@@ -95,3 +95,26 @@ def refuse_reports_over(*, targets: Iterable[ReportTarget], read: Mapping[str, s
                 file=str(target.path),
                 hint=f"give {target.named_by} a file of its own, one the run does not read",
             )
+
+
+def refuse_reports_inside(*, targets: Iterable[ReportTarget], folders: Mapping[str, str]) -> None:
+    """Raise when a report would be written anywhere inside one of `folders` (path -> what it
+    is to the run): `eb merge` reads every file of the shard folders it joins, and a report
+    over one (its execute.json, its report.json) would break that merge and every later one."""
+    found = {os.path.realpath(folder): (folder, what) for folder, what in folders.items()}
+    for target in targets:
+        place = os.path.realpath(target.path)
+        while True:
+            held = found.get(place)
+            if held is not None:
+                folder, what = held
+                raise ReportOverwriteError(
+                    f"Refusing {target.named_by} {target.path}: it is inside {what} this "
+                    f"merge reads ({folder}), and the report would overwrite or add to it",
+                    file=str(target.path),
+                    hint=f"give {target.named_by} a file outside the shard folders being merged",
+                )
+            parent = os.path.dirname(place)
+            if parent == place:
+                break
+            place = parent

@@ -30,6 +30,7 @@ from eval_banana.pipeline.lateinterrupt import interrupted_late
 from eval_banana.pipeline.outcome import RunOutcome
 from eval_banana.pipeline.reporttargets import (
     plan_files_read,
+    refuse_reports_inside,
     refuse_reports_over,
     report_targets,
     settings_read,
@@ -104,6 +105,11 @@ def merge_shards(*, request: MergeRequest, console: Console, cancel: threading.E
             **{check.source_path: "a check file" for check in ordered.checks},
             **plan_files_read(config=config, checks=ordered.checks),
         },
+    )
+    # Nor a report inside a shard folder being merged: it would break this merge and the next.
+    refuse_reports_inside(
+        targets=targets,
+        folders={str(run.run_dir): f"the folder of shard {run.shard.index}" for run in runs},
     )
     # The shards tested the code of this checkout, or the merged verdict is on other code.
     refuse_other_inputs(runs=runs, checks=ordered.checks, config=config)

@@ -481,6 +481,41 @@ def test_a_merged_report_over_a_check_file_of_the_run_is_refused(
     assert not out.exists()
 
 
+@pytest.mark.parametrize(
+    ("flag", "inside"),
+    [("--result-out", "report.json"), ("--junit-xml", "stages/execute.json")],
+)
+def test_a_merged_report_inside_a_shard_folder_being_merged_is_refused(
+    eb: Callable[..., EbResult], shards: Callable[..., Path], tmp_path: Path, flag: str, inside: str
+) -> None:
+    """The report went over the shard's own file: that merge failed, and so did every later
+    one of the same shards."""
+    run_dirs = [shards(f"s{k}", f"{k}/2") for k in (1, 2)]
+    target = run_dirs[1] / inside
+    before = target.read_bytes()
+    out = tmp_path / "merged"
+    result = eb(
+        "merge",
+        *map(str, run_dirs),
+        "--cwd",
+        str(tmp_path / "main"),
+        "--output-dir",
+        str(out),
+        "--flat-output",
+        flag,
+        str(target),
+    )
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert (
+        f"Refusing {flag} {target}: it is inside the folder of shard 2 this merge reads "
+        f"({run_dirs[1]})" in result.stderr
+    )
+    assert target.read_bytes() == before
+    assert not out.exists()
+    again = eb("merge", *map(str, run_dirs), "--output-dir", str(out), "--flat-output")
+    assert again.exit_code == 0, again.stdout + again.stderr
+
+
 def test_a_merge_holds_its_run_folder_as_a_run_does(
     eb: Callable[..., EbResult], shards: Callable[..., Path], tmp_path: Path
 ) -> None:
