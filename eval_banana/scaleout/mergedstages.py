@@ -234,6 +234,8 @@ def _unique(problems: Sequence[ProblemModel]) -> list[ProblemModel]:
 def _merged_guard(
     *, runs: Sequence[ShardRun], ordered: MergedOrder, config: ConfigDoc, inputs: dict[str, str]
 ) -> GuardDoc:
+    # Every shard that ran judges resolved the same agent (shardagents.py refuses others):
+    # the first one's stands for all.
     harness = next((run.guard.harness for run in runs if run.guard.harness is not None), None)
     return GuardDoc.model_validate(
         {

@@ -13,6 +13,7 @@ from pathlib import Path
 from eval_banana.checks.shard import in_shard, relative_source, rows_digest
 from eval_banana.core.words import first_and_count
 from eval_banana.models.config import Settings
+from eval_banana.scaleout.shardagents import check_same_agent, check_same_judging
 from eval_banana.scaleout.shardrun import ShardRun, read_shard, refuse
 from eval_banana.settings.table import SETTINGS_BY_NAME, VERDICT_SETTINGS, show
 
@@ -56,6 +57,8 @@ def _check_same_plan(*, runs: Sequence[ShardRun]) -> None:
             )
         _check_same_gates(run=run, first=first)
         _check_same_settings(run=run, first=first)
+        check_same_agent(run=run, first=first)
+    check_same_judging(runs=runs)
 
 
 def _check_same_gates(*, run: ShardRun, first: ShardRun) -> None:

@@ -5,9 +5,12 @@ other isolation rules, with the same check definitions and the same plan."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import EbResult, check_yaml
 from tests.gitrepo import init_repo
@@ -94,3 +97,80 @@ def test_parts_of_one_commit_checked_out_at_other_paths_still_merge(
     result = _merge(eb, planned, tmp_path / "merged", *parts)
     assert result.exit_code == 1, result.stdout + result.stderr  # the app is BAD: app_ok fails
     assert "app_ok" in result.stdout
+
+
+def _judge_project(root: Path, *, judges: int, agent: list[str], files: dict[str, str]) -> Path:
+    config = (
+        '[harness]\nagent = "judge"\n\n[agents.judge]\n'
+        f'command = {json.dumps(agent)}\nmodel_flag = ""\noutput_dialect = "text"\n'
+    )
+    checks = {
+        f"eval_checks/judge_{k}.yaml": (
+            f"schema_version: 1\nid: judge_{k}\ntype: harness_judge\ndescription: quality\n"
+            "inputs: []\ninstructions: Score 1 only if the project is good.\n"
+        )
+        for k in range(judges)
+    }
+    others = {f"eval_checks/{name}.yaml": check_yaml(name) for name in OTHERS}
+    return init_repo(root, {".eval-banana/config.toml": config, **checks, **others, **files})
+
+
+def _agent(score: int) -> str:
+    return f'#!/bin/sh\necho \'{{"score": {score}, "reason": "score {score}"}}\'\n'
+
+
+def _copy_as_worker(project: Path, worker: Path) -> Path:
+    shutil.copytree(project, worker)
+    return worker
+
+
+def test_a_part_judged_by_another_program_under_the_agent_name_is_refused(
+    eb: Callable[..., EbResult], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One worker's `[agents.judge] command` was edited to a lenient program: the merge
+    passed what the planned config's strict agent fails."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, score in (("strict-agent", 0), ("lenient-agent", 1)):
+        (bin_dir / name).write_text(_agent(score))
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    planned = _judge_project(tmp_path / "planned", judges=1, agent=["strict-agent"], files={})
+    judged = _shard_of(eb, planned, "judge_0")
+    lenient = _copy_as_worker(planned, tmp_path / "lenient")
+    config = lenient / ".eval-banana" / "config.toml"
+    config.write_text(config.read_text().replace("strict-agent", "lenient-agent"))
+    parts = {judged: tmp_path / "part-lenient", 3 - judged: tmp_path / "part-strict"}
+    _run_part(eb, lenient, parts[judged], f"{judged}/2")
+    _run_part(eb, planned, parts[3 - judged], f"{3 - judged}/2")
+    merged = tmp_path / "merged"
+    result = _merge(eb, planned, merged, parts[1], parts[2])
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert (
+        "judged with other programs under the agent name 'judge' (their [agents.judge] "
+        "command differs)" in result.stderr
+    )
+    assert not merged.exists()
+
+
+def test_parts_whose_judges_ran_another_agent_executable_of_the_project_are_refused(
+    eb: Callable[..., EbResult], tmp_path: Path
+) -> None:
+    """Same config in every worker, but the agent is a script of the project that one
+    worker's checkout holds otherwise: the settings its judges were decided under differ."""
+    planned = _judge_project(
+        tmp_path / "planned", judges=8, agent=["./agent.sh"], files={"agent.sh": _agent(0)}
+    )
+    (planned / "agent.sh").chmod(0o755)
+    other = _copy_as_worker(planned, tmp_path / "other")
+    (other / "agent.sh").write_text(_agent(1))
+    parts = [tmp_path / "part-1", tmp_path / "part-2"]
+    _run_part(eb, planned, parts[0], "1/2")
+    _run_part(eb, other, parts[1], "2/2")
+    result = _merge(eb, planned, tmp_path / "merged", *parts)
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert (
+        f"{parts[1]} (shard 2/2) decided its checks under other settings than {parts[0]} "
+        "(shard 1/2) did for checks of the same kind (the agent's executable differs)"
+    ) in result.stderr
+
