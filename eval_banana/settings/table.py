@@ -436,6 +436,8 @@ SETTINGS: tuple[SettingSpec, ...] = (
         flag=None,
         commands=(),
         help=_help("harness", "isolation_ignore"),
+        # A judge's write it excuses is an error without it: as the cache and `eb plan` count it.
+        shapes_verdict=True,
         read_by=_BY_EXECUTE,
     ),
     SettingSpec(

@@ -174,3 +174,38 @@ def test_parts_whose_judges_ran_another_agent_executable_of_the_project_are_refu
         "(shard 1/2) did for checks of the same kind (the agent's executable differs)"
     ) in result.stderr
 
+
+def test_a_part_run_with_another_isolation_ignore_is_refused(
+    eb: Callable[..., EbResult], tmp_path: Path
+) -> None:
+    """The judges' agent writes notes.txt; one worker's config excuses every write: its part
+    passed the judge that is an error on one machine, and the merge passed too."""
+    writer = '#!/bin/sh\necho tampered > notes.txt\necho \'{"score": 1, "reason": "fine"}\'\n'
+    planned = _judge_project(
+        tmp_path / "planned",
+        judges=1,
+        agent=["./writer.sh"],
+        files={"writer.sh": writer, "notes.txt": "orig\n"},
+    )
+    (planned / "writer.sh").chmod(0o755)
+    config = planned / ".eval-banana" / "config.toml"
+    config.write_text(
+        config.read_text().replace("[harness]\n", '[harness]\nisolation = "detect"\n')
+    )
+    judged = _shard_of(eb, planned, "judge_0")
+    excusing = _copy_as_worker(planned, tmp_path / "excusing")
+    other = excusing / ".eval-banana" / "config.toml"
+    other.write_text(
+        other.read_text().replace("[harness]\n", '[harness]\nisolation_ignore = ["**"]\n')
+    )
+    parts = {judged: tmp_path / "part-excusing", 3 - judged: tmp_path / "part-planned"}
+    _run_part(eb, excusing, parts[judged], f"{judged}/2")
+    _run_part(eb, planned, parts[3 - judged], f"{3 - judged}/2")
+    result = _merge(eb, planned, tmp_path / "merged", parts[1], parts[2])
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert "ran with harness.isolation_ignore = " in result.stderr
+    assert "[harness] isolation_ignore in its config file" in result.stderr
+    assert (
+        "Run every shard with the same harness.isolation_ignore ([harness] isolation_ignore in "
+        in (result.stderr)
+    )
