@@ -417,6 +417,27 @@ def test_select_refuses_a_stale_plan_unless_allowed(repo: Path, eb: Eb, tmp_path
     assert len(ran(repo)) == 11
 
 
+def test_select_refuses_a_plan_whose_check_list_was_edited_saying_so(
+    repo: Path, eb: Eb, tmp_path: Path
+) -> None:
+    """A scheduler dropped a check from the plan: the refusal said "a check file moved" and
+    pointed at --allow-stale-plan, which ran every part, and merged them, without it."""
+    document = _plan(eb, repo)
+    document["checks"] = [entry for entry in document["checks"] if entry["id"] != "alpha_5"]
+    path = tmp_path / "trimmed.json"
+    path.write_text(json.dumps(document))
+    for flags in ((), ("--allow-stale-plan",)):
+        done = _run(eb, repo, tmp_path / "out", "--select", str(path), *flags)
+        assert done.exit_code == 2, done.stdout + done.stderr
+        assert (
+            f"--select {path}: the plan's check list does not match its own plan_digest "
+            f"({document['plan_digest']}; its 10 checks give sha256:"
+        ) in done.stderr
+        assert "it was edited after `eb plan` wrote it" in done.stderr
+        assert "moved" not in done.stderr and "--allow-stale-plan" not in done.stderr
+        assert ran(repo) == []
+
+
 @pytest.mark.parametrize(
     ("content", "words"),
     [

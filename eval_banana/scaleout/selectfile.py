@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from eval_banana.checks.shard import in_shard
+from eval_banana.checks.shard import in_shard, rows_digest
 from eval_banana.core.errors import UsageError
 from eval_banana.core.textfiles import unicode_said
 from eval_banana.core.words import first_and_count, plural
@@ -159,6 +159,25 @@ def _dealt_to_no_part(*, plan: PlanDocument, source: str) -> None:
     )
 
 
+def _matches_its_digest(*, plan: PlanDocument, source: str) -> None:
+    """A plan's checks must give its own plan_digest: one whose list was trimmed or edited
+    after `eb plan` wrote it (a scheduler dropping a check) would have its parts run, and
+    merge, without what it dropped. No project is needed to tell, and no --allow-stale-plan
+    lets it through: that is for a project changed since the plan, not for the plan itself."""
+    own = rows_digest(rows=[(e.source, e.id, e.definition_digest) for e in plan.checks])
+    if own == plan.plan_digest:
+        return
+    raise _refuse(
+        f"the plan's check list does not match its own plan_digest ({plan.plan_digest}; its "
+        f"{plural(count=len(plan.checks), noun='check')} give {own}): it was edited after "
+        "`eb plan` wrote it (a check added, dropped or changed)",
+        source=source,
+        field_path="checks",
+        hint="Pass the plan as `eb plan` wrote it, or make it again with `eb plan` (select "
+        "fewer checks there, with --check-id or --tag, rather than by editing the file).",
+    )
+
+
 def _part(*, plan: PlanDocument | None, ids: list[str], shard: Shard | None) -> list[str]:
     """The ids this run executes: all, or part K of N."""
     if shard is None:
@@ -208,6 +227,7 @@ def read_select(
             form, ids = "list", _ids_of_list(document=document, source=source)
         elif isinstance(document, dict):
             plan = _plan_of(document=document, source=source)
+            _matches_its_digest(plan=plan, source=source)
             _dealt_to_no_part(plan=plan, source=source)
             form, ids = "plan", [entry.id for entry in plan.checks]
         else:
