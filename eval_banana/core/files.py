@@ -8,8 +8,10 @@ import hashlib
 import itertools
 import os
 import re
+import select
 import stat
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, NoReturn
@@ -129,7 +131,23 @@ def copy_file_atomic(*, source: str, target: str, temp_folder: str | None = None
         raise
 
 
-def write_named_file(*, path: Path, data: bytes, fix: str | None = None) -> None:
+def _never() -> bool:
+    return False
+
+
+# How often a write into a FIFO looks again for a reader (or for room in the pipe), and so
+# how soon it sees the run stopping.
+_READER_POLL_SECONDS = 0.05
+
+
+def write_named_file(
+    *,
+    path: Path,
+    data: bytes,
+    fix: str | None = None,
+    stop: Callable[[], bool] = _never,
+    opened: int | None = None,
+) -> None:
     """Write a report to the path a user named (`--junit-xml`, `--result-out`): a regular file,
     or none yet, is replaced atomically (`write_bytes_atomic`); a character device or a FIFO
     there (`/dev/null`, a terminal, a pipe a reader waits on) is written into, as a shell's `>`
@@ -141,7 +159,16 @@ def write_named_file(*, path: Path, data: bytes, fix: str | None = None) -> None
     /dev/stdout > out.txt`) is written through that descriptor, at its position, as `>` gives
     it: never replaced, which would lose what eb printed before and send what it prints after
     to a file no name reaches. A write that fails is a WriteFault naming `path`, whose hint is
-    `fix`; the file an earlier run left there goes with it (`_replace_named`)."""
+    `fix`; the file an earlier run left there goes with it (`_replace_named`). The wait for a
+    FIFO's reader, and for room in its pipe, ends once `stop()` says the run is stopping (a
+    signal its handler only notes): a WriteFault then, nothing more written (`open_into`).
+    `opened`: the descriptor `open_into` gave for `path` already (left open), written into."""
+    if opened is not None:
+        try:
+            write_into(path=path, fd=opened, data=data, stop=stop)
+        except OSError as exc:
+            _raise_write_error(path=path, exc=exc)
+        return
     stream = own_stream_at(path=path)
     if stream is not None:
         flush_own_streams()  # what eb printed before the report comes first
@@ -159,7 +186,7 @@ def write_named_file(*, path: Path, data: bytes, fix: str | None = None) -> None
         _replace_named(named=named, link=link, data=data, fix=fix)
         return
     try:
-        fd = os.open(path, _INTO_FLAGS & ~os.O_NOFOLLOW if link else _INTO_FLAGS)
+        fd = _open_waiting(path=path, link=link, stop=stop)
     except FileNotFoundError:  # gone meanwhile: the report becomes a file of its own
         _replace_named(named=named, link=link, data=data, fix=fix)
         return
@@ -169,13 +196,77 @@ def write_named_file(*, path: Path, data: bytes, fix: str | None = None) -> None
         # A regular file put in its place meanwhile is replaced whole, never written over.
         replace = stat.S_ISREG(os.fstat(fd).st_mode)
         if not replace:
-            _write_all(fd=fd, data=data)
+            write_into(path=path, fd=fd, data=data, stop=stop)
     except OSError as exc:
         _raise_write_error(path=path, exc=exc)
     finally:
         os.close(fd)
     if replace:
         _replace_named(named=named, link=link, data=data, fix=fix)
+
+
+def open_into(*, path: Path, stop: Callable[[], bool] = _never) -> int | None:
+    """The descriptor a report is written into at `path` (`write_named_file(opened=...)`):
+    the character device or FIFO there (a link followed), opened once a FIFO has a reader;
+    None where the report is a file replaced whole or eb's own stdout or stderr. The wait for
+    a reader is a loop that looks again every few hundredths of a second, not a blocking open
+    (which Python retries after each signal, PEP 475): it ends with InterruptedError (an
+    OSError) once `stop()` is true, a signal eb's handler only noted. Taken before the
+    project's turn (reporting/projectturn.py), so no other run waits on a reader that never
+    comes. The caller closes it."""
+    if own_stream_at(path=path) is not None or not _written_into(path=path):
+        return None
+    try:
+        fd = _open_waiting(path=path, link=path.is_symlink(), stop=stop)
+    except InterruptedError:
+        raise
+    except OSError:
+        return None  # `write_named_file` opens it again, and says what is wrong in its words
+    if stat.S_ISREG(os.fstat(fd).st_mode):  # a file put there meanwhile: replaced, as above
+        os.close(fd)
+        return None
+    return fd
+
+
+def _open_waiting(*, path: Path, link: bool, stop: Callable[[], bool]) -> int:
+    """The device or FIFO at `path` opened to write, non-blocking: a FIFO nobody reads yet
+    (ENXIO) is opened again until a reader has it, or `stop()` (InterruptedError)."""
+    flags = (_INTO_FLAGS & ~os.O_NOFOLLOW if link else _INTO_FLAGS) | os.O_NONBLOCK
+    while True:
+        try:
+            return os.open(path, flags)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:
+                raise
+        if stop():
+            raise _stopped_waiting(path=path)
+        time.sleep(_READER_POLL_SECONDS)
+
+
+def _stopped_waiting(*, path: Path) -> InterruptedError:
+    return InterruptedError(
+        errno.EINTR,
+        "the run was stopped while this report waited for a reader to take it",
+        str(path),
+    )
+
+
+def write_into(*, path: Path, fd: int, data: bytes | memoryview, stop: Callable[[], bool]) -> None:
+    """`data` written whole into the non-blocking `fd` that `open_into` gave for `path`; a
+    full pipe waited on (its reader reads slowly) until `stop()` (InterruptedError, an
+    OSError: the reader got part of it)."""
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view) :]
+            continue
+        except BlockingIOError:
+            pass
+        if stop():
+            raise _stopped_waiting(path=path)
+        room = select.poll()
+        room.register(fd, select.POLLOUT)
+        room.poll(int(_READER_POLL_SECONDS * 1000))
 
 
 def _replace_named(*, named: Path, link: bool, data: bytes, fix: str | None) -> None:

@@ -18,6 +18,7 @@ from eval_banana.pipeline.lateinterrupt import interrupted_late
 from eval_banana.pipeline.outcome import RunOutcome
 from eval_banana.reporting import (
     ReportExtras,
+    await_result_reader,
     forks_html,
     reports_beside,
     start_html,
@@ -88,10 +89,16 @@ def publish_report(
             junit_xml=config.settings.core.junit_xml,
             html=html_job,
         ).written
+        # --result-out's FIFO, its reader waited for while a signal still stops the run.
+        await_result_reader(extras=extras)
     except BaseException:
         if html_job is not None:
             html_job.abandon()
         raise
+    if extras.stop is not None and extras.stop() and execute.aborted_by is None:
+        # A signal came while they were written: they are written again for an interrupted
+        # run (`finish_run`), whose summary is the one shown, not a green one before it.
+        return report
     html = run_dir / REPORT_HTML
     console.summary(
         report=report.report,

@@ -11,8 +11,9 @@ May import stages and everything below them; the pipeline and commands call it.
 import contextlib
 import errno
 import importlib
+import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
@@ -51,6 +52,8 @@ __all__ = [
     "ReportExtras",
     "annotations",
     "append_step_summary",
+    "await_result_reader",
+    "close_result_reader",
     "finish_page",
     "forks_html",
     "reports_beside",
@@ -102,6 +105,12 @@ class ReportExtras(Record):
     # Whether the run is stopping (a signal its handler only noted): a report waiting for the
     # project's turn is then written at once (reporting/projectturn.py).
     stop: Callable[[], bool] | None = None
+    # `--result-out` naming a FIFO or device: its path, and the descriptor opened on it once
+    # the run's reports are written, before the run's account is final (`await_result_reader`):
+    # a signal while the FIFO waits for its reader then stops the run, which every report and
+    # its record say, rather than a green account ending in exit 3. The command closes it.
+    result_path: Path | None = None
+    result_opened: int | None = None
 
     def begin_reports(self) -> None:
         """Ready for the report stage to write report.html and the JUnit file: a stage
@@ -241,7 +250,11 @@ def finish_junit(
         from eval_banana.reporting.junit import write_junit
 
         places = extras.case_places(report=report)
-        with _project_turn(extras=extras, path=path):
+        # A FIFO's reader is waited for before the project's turn: no other run waits on it.
+        with (
+            _opened_into(extras=extras, path=path) as opened,
+            _project_turn(extras=extras, path=path),
+        ):
             write_junit(
                 report=report,
                 project_root=project_root,
@@ -249,7 +262,13 @@ def finish_junit(
                 places=places,
                 # report.html not written: the run ends with exit 3, which the file shows.
                 fault=None if extras.fault is None else extras.fault.message,
+                opened=opened,
+                stop=extras.stop,
             )
+    except InterruptedError:
+        # Its FIFO's reader never came before a signal: the run is interrupted, which its
+        # reports say once written again (pipeline/finish.py), not a fault of its own.
+        _warn_once(extras=extras, warning=Problem(message=_unread(path=path)))
     except (OSError, WriteFault, LinkLoopError) as exc:
         # As report.html's (`finish_page`): a fault of the run, told after the verdict.
         _note_fault(extras=extras, report="junit_xml", path=path, exc=exc)
@@ -367,8 +386,17 @@ def write_extra_reports(
         extras.annotated = True
     summary = extras.environ.get(STEP_SUMMARY_ENV)
     try:
-        with _project_turn(extras=extras, path=Path(summary) if summary else None):
-            append_step_summary(report_md=_summary_text(extras=extras), environ=extras.environ)
+        summary_path = Path(summary) if summary else None
+        with (
+            _opened_into(extras=extras, path=summary_path) as opened,
+            _project_turn(extras=extras, path=summary_path),
+        ):
+            append_step_summary(
+                report_md=_summary_text(extras=extras),
+                environ=extras.environ,
+                opened=opened,
+                stop=extras.stop if extras.stop is not None else _never,
+            )
     except OSError as exc:
         # A copy of report.md for the job's page, not a report CI reads: a container step can
         # pass the variable on without the runner's file, and that must not sink the verdict.
@@ -377,11 +405,70 @@ def write_extra_reports(
                 problem_of(summary_loop(path=Path(extras.environ[STEP_SUMMARY_ENV])))
             )
             return extras
-        extras.warnings.append(
-            Problem(
+        _warn_once(
+            extras=extras,
+            warning=Problem(
                 message=f"could not append the report to ${STEP_SUMMARY_ENV} "
                 f"({extras.environ.get(STEP_SUMMARY_ENV)}): {exc.strerror or exc}; "
                 "report.md in the run folder holds it"
-            )
+            ),
         )
     return extras
+
+
+def _unread(*, path: Path) -> str:
+    return (
+        f"{path} was not written: the run was stopped while it waited for a reader of the FIFO; "
+        "the run folder's reports hold the run"
+    )
+
+
+def _warn_once(*, extras: ReportExtras, warning: Problem) -> None:
+    """`warning` added to those told after the summary, unless a pass before it (reports
+    written again for an interrupted run) added it already."""
+    if warning not in extras.warnings:
+        extras.warnings.append(warning)
+
+
+def await_result_reader(*, extras: ReportExtras) -> None:
+    """`--result-out` naming a FIFO: its reader waited for now, while a signal still makes the
+    run an interrupted one (pipeline/finish.py), and the descriptor kept for the document; a
+    signal meanwhile ends the wait, and the document is then written only if a reader comes
+    by the time it is (`stamp_result`)."""
+    if extras.result_path is None or extras.result_opened is not None:
+        return
+    from eval_banana.core.files import open_into
+
+    stop = extras.stop if extras.stop is not None else _never
+    # Stopped: the stopped run's document is tried once more, waiting for nothing.
+    with contextlib.suppress(OSError):
+        extras.result_opened = open_into(path=extras.result_path, stop=stop)
+
+
+def close_result_reader(*, extras: ReportExtras) -> None:
+    """The `--result-out` FIFO's descriptor closed, once the document is written (or not)."""
+    if extras.result_opened is not None:
+        with contextlib.suppress(OSError):
+            os.close(extras.result_opened)
+        extras.result_opened = None
+
+
+def _never() -> bool:
+    return False
+
+
+@contextlib.contextmanager
+def _opened_into(*, extras: ReportExtras, path: Path | None) -> Iterator[int | None]:
+    """The FIFO or device at `path` opened once it has a reader (`open_into`; a signal ends
+    the wait, InterruptedError), closed after; None for a file replaced whole, or no path."""
+    if path is None:
+        yield None
+        return
+    from eval_banana.core.files import open_into
+
+    fd = open_into(path=path, stop=extras.stop if extras.stop is not None else _never)
+    try:
+        yield fd
+    finally:
+        if fd is not None:
+            os.close(fd)

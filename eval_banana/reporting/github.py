@@ -2,11 +2,12 @@
 failed checks and for the problems that stop a run before it starts."""
 
 # No `from __future__ import annotations`: it would clash with the public `annotations()`.
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from eval_banana.core.errors import Located, Problem, RunAborted
+from eval_banana.core.files import write_into
 from eval_banana.core.words import visible_lines
 from eval_banana.reporting.common import (
     check_place,
@@ -67,6 +68,10 @@ def _bounded_markdown(*, report_md: str, room: int) -> str:
     return head + _CUT_NOTE if head else ""
 
 
+def _never() -> bool:
+    return False
+
+
 def _summary_size(path: Path) -> int:
     try:
         return path.stat().st_size
@@ -90,11 +95,18 @@ def _line_ending_owed(*, path: Path, size: int) -> str:
 
 
 def append_step_summary(
-    *, report_md: str, environ: Mapping[str, str], limit_bytes: int = SUMMARY_LIMIT_BYTES
+    *,
+    report_md: str,
+    environ: Mapping[str, str],
+    limit_bytes: int = SUMMARY_LIMIT_BYTES,
+    opened: int | None = None,
+    stop: Callable[[], bool] = _never,
 ) -> bool:
     """Append the Markdown report to `$GITHUB_STEP_SUMMARY` when it is set, cut so that the
     whole file stays within `limit_bytes` (or, with no room for any of it, a line saying where
-    the report is, while GitHub's own limit has room for that); True if anything was written."""
+    the report is, while GitHub's own limit has room for that); True if anything was written.
+    `opened`: the FIFO or device there, opened already (`open_into`), written into until
+    `stop()` says the run is stopping."""
     target = environ.get(STEP_SUMMARY_ENV, "")
     if not target:
         return False
@@ -109,6 +121,9 @@ def append_step_summary(
         if not fits:
             return False
         text = _NO_ROOM_NOTE
+    if opened is not None:  # a FIFO's reader or a device takes it as it comes
+        write_into(path=path, fd=opened, data=(lead + text).encode("utf-8"), stop=stop)
+        return True
     # Appending (not replacing) is the contract of this file: other steps' summaries stay.
     with path.open("a", encoding="utf-8") as handle:
         handle.write(lead + text)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import errno
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -322,6 +322,10 @@ def junit_tree(
     return root
 
 
+def _never() -> bool:
+    return False
+
+
 def write_junit(
     *,
     report: dict[str, Any],
@@ -329,16 +333,25 @@ def write_junit(
     path: Path,
     places: Mapping[str, Located] | None = None,
     fault: str | None = None,
+    opened: int | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> None:
     """Write the JUnit XML file for `report` atomically at `path` (parents created), or into
-    the device or FIFO there (`write_named_file`); a link made a loop since the run began is
-    refused as it is before a run (LinkLoopError, exit 3). `fault`: a report the run could not
-    write already, which ends it with exit 3 (its testcase then fails)."""
+    the device or FIFO there (`write_named_file`; `opened`: it, opened already, and `stop`:
+    whether the run is stopping, which ends a wait for its reader); a link made a loop since
+    the run began is refused as it is before a run (LinkLoopError, exit 3). `fault`: a report
+    the run could not write already, which ends it with exit 3 (its testcase then fails)."""
     root = junit_tree(report=report, project_root=project_root, places=places, fault=fault)
     ET.indent(root)
     data = ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
     try:
-        write_named_file(path=path, data=data, fix=JUNIT_WRITE_FIX)
+        write_named_file(
+            path=path,
+            data=data,
+            fix=JUNIT_WRITE_FIX,
+            opened=opened,
+            stop=stop if stop is not None else _never,
+        )
     except OSError as exc:
         if exc.errno != errno.ELOOP:
             raise

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -203,12 +204,28 @@ def render_result(*, document: dict[str, Any], report_md: str | None, fmt: str) 
     return "\n".join(parts)
 
 
-def write_result(*, path: Path, text: str) -> None:
+def _never() -> bool:
+    return False
+
+
+def write_result(
+    *,
+    path: Path,
+    text: str,
+    opened: int | None = None,
+    stop: Callable[[], bool] | None = None,
+) -> None:
     """Write atomically with artifact permissions (0666 minus umask), or into the device or
-    FIFO at `path`, a link followed (`write_named_file`); a link made a loop since the run
-    began is refused as it is before a run (LinkLoopError, exit 3)."""
+    FIFO at `path`, a link followed (`write_named_file`; `opened`: it, opened already, and
+    `stop`: whether the run is stopping, which ends a wait for its reader); a link made a loop
+    since the run began is refused as it is before a run (LinkLoopError, exit 3)."""
     try:
-        write_named_file(path=path, data=text.encode("utf-8"))
+        write_named_file(
+            path=path,
+            data=text.encode("utf-8"),
+            opened=opened,
+            stop=stop if stop is not None else _never,
+        )
     except OSError as exc:
         if exc.errno != errno.ELOOP:
             raise

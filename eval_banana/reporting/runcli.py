@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from eval_banana.core.realpaths import real_path
 from eval_banana.core.version import tool_version
-from eval_banana.reporting import ReportExtras
+from eval_banana.reporting import ReportExtras, await_result_reader, close_result_reader
 
 if TYPE_CHECKING:
     from eval_banana.models.stages import ConfigDoc
@@ -60,6 +60,7 @@ def prepare_report_options(
         return extras, None
     path = Path(args.result_out)
     check_result_target(path=path, shown=args.result_out)
+    extras.result_path = path
     cwd = real_path(args.cwd)
     return extras, ResultOut(
         path=path,
@@ -139,8 +140,18 @@ def stamp_result(
     text = render_result(document=document, report_md=copied, fmt=result_out.fmt)
     from eval_banana.reporting.projectturn import writing_into_project
 
-    with writing_into_project(config=extras.config, paths=[result_out.path], stop=extras.stop):
-        write_result(path=result_out.path, text=text)
+    # A FIFO's reader waited for before the project's turn (or already, by `finish_run`).
+    await_result_reader(extras=extras)
+    try:
+        with writing_into_project(config=extras.config, paths=[result_out.path], stop=extras.stop):
+            write_result(
+                path=result_out.path,
+                text=text,
+                opened=extras.result_opened,
+                stop=extras.stop,
+            )
+    finally:
+        close_result_reader(extras=extras)
 
 
 def stamp_and_remember(
