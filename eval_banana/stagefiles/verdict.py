@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from eval_banana.models.result import CheckResult
+from eval_banana.models.result import NOT_RUN, STOPPED, CheckResult
 from eval_banana.models.stages import FamilyScore, ScoreDoc
 
 # (JSON path of the field, what is wrong with it)
@@ -108,7 +108,7 @@ class _FamilyCounts:
         self.passed = self.failed = self.errored = self.not_run = 0
 
     def add(self, *, result: CheckResult) -> None:
-        if result.details.get("not_run") is True:
+        if _not_run(result=result):
             self.not_run += 1
         elif result.status == "passed":
             self.passed += 1
@@ -116,6 +116,14 @@ class _FamilyCounts:
             self.failed += 1
         else:
             self.errored += 1
+
+
+def _not_run(*, result: CheckResult) -> bool:
+    """A case the stop kept from an outcome: never started, or ended part-way (`Stopped: ...`,
+    an error the run's stop caused, not the case), as the history record counts it."""
+    if result.details.get(NOT_RUN) is True:
+        return True
+    return result.status == "error" and result.details.get(STOPPED) is True
 
 
 def _of_cases(*, ran: int, size: int) -> int | None:
