@@ -12,9 +12,14 @@ def _seconds(ms: float | None) -> str:
     return "-" if ms is None else f"{ms / 1000:.2f}s"
 
 
-def rate_text(rate: float | None) -> str:
-    """A rate in `eb history`'s whole percents, `-` where none was measured."""
-    return "-" if rate is None else percent_text(rate, places=0)
+def rate_text(rate: float | None, *, threshold: float | None = None) -> str:
+    """A rate in `eb history`'s whole percents, `-` where none was measured; with more places
+    where whole ones would round it onto or past the `threshold` it is judged by (2/3 under
+    0.667 reads `66.67%`, never `67%` beside "below the threshold 66.7%"), as a family's rate
+    never reads as its gate (`percent_text`'s bounds)."""
+    if rate is None:
+        return "-"
+    return percent_text(rate, places=0, bounds=() if threshold is None else (threshold,))
 
 
 def _cost(cost: float | None) -> str:
@@ -109,7 +114,7 @@ def _run_cells(run: RunRow) -> list[str]:
         verdict_text(run),
         # Out of the checks it ran, as its rate: the checks it did not run are in the note.
         f"{run.passed_checks}/{run.checks - run.not_run - run.stopped}",
-        rate_text(run.pass_rate),
+        rate_text(run.pass_rate, threshold=run.pass_threshold),
         _seconds(run.duration_ms),
         _cost(run.cost_usd),
         run_note(run),

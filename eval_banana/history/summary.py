@@ -57,6 +57,7 @@ def run_row(*, record: HistoryRecord) -> RunRow:
         not_run=not_run,
         stopped=no_outcome - not_run,
         pass_rate=totals.passed / ran if ran > 0 else None,
+        pass_threshold=record.pass_threshold,
         aborted_by=record.aborted_by,
         failed_because=failed_because(record=record),
         duration_ms=record.duration_ms,

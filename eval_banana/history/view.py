@@ -52,6 +52,11 @@ class RunRow(Record):
         description="Passed checks over the checks that ran to an outcome (not run and "
         "stopped left out), 0 to 1; null: none did."
     )
+    pass_threshold: float | None = Field(
+        default=None,
+        description="The pass ratio the run needed, which its rate is shown beside, never "
+        "rounded onto or past it; null: a record written before eb kept it.",
+    )
     aborted_by: str | None = Field(
         default=None,
         description="Why the run was aborted (`interrupt`, `run_timeout`, a fuse); null: it "
