@@ -125,23 +125,22 @@ def least_recently_used_over(
     names: Mapping[str, list[str]],
     max_bytes: int,
 ) -> set[str]:
-    """The least recently used documents (name, size, modified) to remove so that what is left,
-    with the blobs it names (a blob counted once, however many name it), fits in `max_bytes`.
-    `eb cache prune --max-mb` asks it of the local folder and of the shared cache alike."""
-    left = sorted(documents, key=lambda document: document[2])
-    users: dict[str, int] = {}
-    for name, _, _ in left:
-        for blob in names[name]:
-            users[blob] = users.get(blob, 0) + 1
-    total = sum(size for _, size, _ in left) + sum(blob_sizes.get(blob, 0) for blob in users)
-    more: set[str] = set()
-    for name, size, _ in left:
-        if total <= max_bytes:
-            break
-        more.add(name)
-        total -= size
-        for blob in names[name]:
-            users[blob] -= 1
-            if users[blob] == 0:
-                total -= blob_sizes.get(blob, 0)
-    return more
+    """The documents (name, size, last use) to remove so that what is left, with the blobs it
+    names (a blob counted once, however many name it), fits in `max_bytes`. The most recently
+    used stay while they fit, each costing its size and the blobs no newer one kept names; one
+    that does not fit goes, and older ones that still fit stay: a kept run naming more than
+    the limit goes alone, never with every entry its blobs held back. `eb cache prune
+    --max-mb` asks it of the local folder and of the shared cache alike."""
+    newest_first = sorted(documents, key=lambda document: (document[2], document[0]), reverse=True)
+    kept_bytes = 0
+    counted: set[str] = set()
+    doomed: set[str] = set()
+    for name, size, _ in newest_first:
+        new_blobs = {blob for blob in names[name] if blob not in counted}
+        cost = size + sum(blob_sizes.get(blob, 0) for blob in new_blobs)
+        if kept_bytes + cost > max_bytes:
+            doomed.add(name)
+            continue
+        kept_bytes += cost
+        counted |= new_blobs
+    return doomed

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -97,3 +98,27 @@ def test_prune_by_size_takes_the_least_recently_used_first_and_counts_a_shared_b
     assert over(documents=documents, blob_sizes=sizes, names=names, max_bytes=175) == {"a"}
     assert over(documents=documents, blob_sizes=sizes, names=names, max_bytes=120) == {"a", "b"}
     assert over(documents=documents, blob_sizes=sizes, names=names, max_bytes=0) == {"a", "b", "c"}
+
+
+def test_prune_by_size_drops_a_kept_run_naming_more_than_the_limit_and_keeps_entries_that_fit(
+    tmp_path: Path,
+) -> None:
+    # `eb cache prune --max-mb 1` emptied the cache: the entries went first (the newer kept run
+    # still named their blobs, so nothing was freed), then the kept run and every blob.
+    store = CacheStore(folder=tmp_path / "cache", max_bytes=0)
+    entries = [
+        _entry(store, number=number, blobs=[f"{number} " * 50_000], age_days=10 - number)
+        for number in range(1, 5)
+    ]
+    files = [item for path in entries for item in json.loads(path.read_text())["files"]]
+    key = f"sha256:{9:064x}"
+    store.write_replay(key=key, document={"key": key, "files": files})
+    kept_run = store.replay_path(key=key)  # the newest: written after its entries were used
+    limit = 2 * (100_000 + entries[-1].stat().st_size)
+    done = prune_local(
+        store=store, older_than_days=None, max_bytes=limit, now=NOW, stale_before=NOW - 3600
+    )
+    assert (done.entries, done.kept_runs, done.blobs) == (2, 1, 2)
+    assert [path.exists() for path in entries] == [False, False, True, True]
+    assert not kept_run.exists()
+    assert local_stats(folder=store.folder).total_bytes <= limit
