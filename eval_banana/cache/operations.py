@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from eval_banana.cache.eviction import blobs_named, least_recently_used_over
+from eval_banana.cache.eviction import blobs_named, least_recently_used_over, own_files
 from eval_banana.cache.store import CacheStore, _stats
 from eval_banana.core.files import is_temp_file, sha256_and_size
 from eval_banana.core.mac import SECRET_NAME
@@ -119,10 +119,18 @@ def prune_local(
     until the folder holds at most `max_bytes`; blobs go once nothing left names them, and the
     files of unfinished writes last written to before `stale_before`. The caller holds the
     cache lock exclusively."""
-    entry_files = stored_files(folder=store.folder, part="entries")
-    documents = [*entry_files, *stored_files(folder=store.folder, part="runs")]
-    is_entry = {str(item.path) for item in entry_files}
-    blobs = {str(item.path): item for item in stored_files(folder=store.folder, part="blobs")}
+    # Only what eb named by its layout: a file of another name below the folder is not eb's.
+    own = own_files(folder=store.folder)
+    documents = [
+        StoredFile(path=Path(item.path), size=item.size, modified=item.modified)
+        for item in own.documents
+    ]
+    entries_folder = f"{store.folder}/entries/"
+    is_entry = {str(item.path) for item in documents if str(item.path).startswith(entries_folder)}
+    blobs = {
+        path: StoredFile(path=Path(path), size=size, modified=0.0)
+        for path, size in own.blobs.items()
+    }
     names = {
         str(item.path): blobs_named(folder=store.folder, entry=item.path) for item in documents
     }

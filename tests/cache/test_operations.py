@@ -122,3 +122,19 @@ def test_prune_by_size_drops_a_kept_run_naming_more_than_the_limit_and_keeps_ent
     assert [path.exists() for path in entries] == [False, False, True, True]
     assert not kept_run.exists()
     assert local_stats(folder=store.folder).total_bytes <= limit
+
+
+def test_prune_leaves_a_file_of_another_name_in_the_cache_s_folders(tmp_path: Path) -> None:
+    store = CacheStore(folder=tmp_path / "cache", max_bytes=0)
+    _entry(store, number=1, blobs=["a" * 100], age_days=40)
+    strays = [
+        store.folder / "blobs" / "ab" / "notes.txt",
+        store.folder / "entries" / "ab" / "notes.json",
+        store.folder / "runs" / "notes.json",
+    ]
+    for path in strays:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("the user's\n")
+    done = prune_local(store=store, older_than_days=None, max_bytes=0, now=NOW, stale_before=NOW)
+    assert (done.entries, done.blobs) == (1, 1)
+    assert all(path.read_text() == "the user's\n" for path in strays)

@@ -30,13 +30,19 @@ def _ledger(store: CacheStore) -> dict[str, Any]:
     return document
 
 
-def _folder_bytes(store: CacheStore) -> int:
-    """What a walk counts: every file but the secret and the ledger."""
+def _own_bytes(folder: Path) -> int:
+    """What a walk counts: eb's entries, kept runs and blobs (never its mark, lock, secret or
+    ledger, nor a file of the user's)."""
     return sum(
         path.stat().st_size
-        for path in store.folder.rglob("*")
-        if path.is_file() and path.name not in ("secret.key", LEDGER_NAME)
+        for part in ("entries", "runs", "blobs")
+        for path in (folder / part).rglob("*")
+        if path.is_file()
     )
+
+
+def _folder_bytes(store: CacheStore) -> int:
+    return _own_bytes(store.folder)
 
 
 def _behind_eb_s_back(store: CacheStore, *, size: int) -> Path:
@@ -132,10 +138,6 @@ def test_runs_keep_the_ledger_and_never_evict_it_as_a_stray_file(
     ledger_file = project.cache_dir / LEDGER_NAME
     ledger = json.loads(ledger_file.read_text())
     # The folder outgrew its 1 MB limit: the run walked, evicted, and left the size it left.
-    counted = sum(
-        path.stat().st_size
-        for path in project.cache_dir.rglob("*")
-        if path.is_file() and path.name not in ("secret.key", LEDGER_NAME)
-    )
+    counted = _own_bytes(project.cache_dir)
     assert ledger["size_bytes"] == counted <= MB
     assert 1 <= len(project.entries()) < 3

@@ -579,6 +579,83 @@ def test_a_run_keeps_the_cache_folder_under_its_limit(
     assert 1 <= len(project.entries()) < 4
 
 
+def test_eviction_never_removes_a_file_eb_did_not_store_there(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    """A --cache-dir named at a folder of the user's own files: eviction deleted them, oldest
+    first, a note in a subfolder too, and a file in a folder named as eb's groups."""
+    project = noisy_project(tmp_path=tmp_path, eb=eb, checks=3, output_bytes=300_000, max_mb=1)
+    folder = project.root / "mydata"
+    users = {
+        folder / "userfile.bin": os.urandom(200_000),
+        folder / "sub" / "notes.txt": b"important notes\n",
+        folder / "blobs" / "ab" / "notes.txt": b"not a blob\n",
+        folder / "entries" / "ab" / ("a" * 64 + ".json.bak"): b"{}\n",
+    }
+    for path, data in users.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        os.utime(path, (10, 10))  # older than anything eb stores
+    project.run("--max-parallel-checks", "1", "--cache-dir", str(folder))
+    assert {path: path.read_bytes() for path in users} == users
+    stored = [
+        p for part in ("entries", "blobs") for p in (folder / part).glob("??/" + "?" * 64 + "*")
+    ]
+    assert 0 < sum(p.stat().st_size for p in stored) <= 1024 * 1024
+    assert 1 <= len(list((folder / "entries").glob("*/*.json"))) < 3
+
+
+def test_eviction_keeps_the_cache_s_mark_and_its_lock(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    """An evicting run removed `.eval-banana-folder` and `.lock`: a held lock file replaced
+    by a new one lets two runs hold their turns at once."""
+    project = noisy_project(tmp_path=tmp_path, eb=eb, checks=3, output_bytes=300_000, max_mb=1)
+    project.run("--max-parallel-checks", "1")
+    mark, lock = project.cache_dir / ".eval-banana-folder", project.cache_dir / ".lock"
+    os.utime(mark, (10, 10))
+    os.utime(lock, (10, 10))
+    inode = lock.stat().st_ino
+    project.run("--max-parallel-checks", "1", "--cache", "refresh")  # stores all, evicts
+    assert len(project.entries()) < 3
+    assert mark.is_file() and lock.stat().st_ino == inode
+
+
+def test_a_kept_run_naming_more_than_the_limit_goes_alone(tmp_path: Path) -> None:
+    """Eviction went strictly by age: the entries first (their blobs still named by the newer
+    kept run, so nothing was freed), then the kept run and every blob: an empty cache."""
+    store = CacheStore(folder=tmp_path / "cache", max_bytes=2_500_000)
+    store.folder.mkdir()
+    entries = [
+        _put_entry(store, key_hex=key_hex, blob=os.urandom(1_000_000), age=1000 * (number + 1))
+        for number, key_hex in enumerate("abcd")
+    ]
+    files = [json.loads(path.read_text())["files"][0] for path in entries]
+    key = "sha256:" + "e" * 64
+    store.write_replay(key=key, document={"key": key, "files": files})
+    kept_run = store.replay_path(key=key)
+    os.utime(kept_run, (9000, 9000))  # the newest: written after the run touched its entries
+    store.evict()
+    assert not kept_run.exists()
+    # The two most recently used entries that fit stay, with their blobs.
+    assert [path.exists() for path in entries] == [False, False, True, True]
+    blobs = [p for p in (store.folder / "blobs").rglob("*") if p.is_file()]
+    assert len(blobs) == 2
+
+
+def test_eviction_removes_the_temporary_files_of_a_writer_that_is_gone(tmp_path: Path) -> None:
+    store = CacheStore(folder=tmp_path / "cache", max_bytes=1_500_000)
+    store.folder.mkdir()
+    entry = _put_entry(store, key_hex="a", blob=os.urandom(1_000_000), age=1000)
+    group = entry.parent
+    dead = group / f".{'b' * 64}.json.999999999.0.tmp"  # no process has that pid
+    live = group / f".{'c' * 64}.json.{os.getpid()}.0.tmp"
+    for path in (dead, live):
+        path.write_bytes(os.urandom(100_000))
+    assert store.evict() == 100_000
+    assert not dead.exists() and live.exists() and entry.exists()
+
+
 def test_rerunning_a_restored_check_never_writes_into_the_cache(
     tmp_path: Path, eb: Callable[..., Any]
 ) -> None:
