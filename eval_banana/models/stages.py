@@ -460,6 +460,15 @@ class ExecuteDoc(StageEnvelope):
         "placeholder for a check it left out) has none, and an execute.json written before eb "
         "recorded them has none at all: those files are not looked at.",
     )
+    verdict_digests: dict[str, str] = Field(
+        default_factory=dict,
+        description="Check id -> sha256:<hex> of the fields its verdict is read from (check "
+        "id, status, observed_status, score, exit_code, expect, family, and whether its "
+        "samples disagreed or it never ran), as compact JSON, taken when its result was made: "
+        "a result here that no longer has it was edited by hand, the file is invalid, and eb "
+        "update runs the check again. A result kept from an execute.json written before eb "
+        "recorded them has none, and is not compared.",
+    )
     verdict_settings: dict[str, str] = Field(
         default_factory=dict,
         description="Check id -> sha256:<hex> naming the settings its result was decided under "

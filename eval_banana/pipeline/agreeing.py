@@ -4,7 +4,9 @@ config.json's settings must be what its `sources` say they came from (the defaul
 file). guard.json's harness must be its agent's template in the config.json it was made from.
 execute.json must hold the results of the plan.json it was made from: one per planned check, in
 plan order, each judged on the planned definition (a planned check with no result yet is an
-unfinished run, which `eb status` shows stale and `eb update` runs). score.json must be what the
+unfinished run, which `eb status` shows stale and `eb update` runs), each result still with the
+verdict its `verdict_digests` entry was taken from when it was made (checks/<stem>.json holds
+the result the check reached; execute.json's is what is scored). score.json must be what the
 score stage makes of the execute.json it was made from. A file that disagrees with the upstream
 file it records was edited by hand or damaged: `eb status` shows it `invalid`, `eb update` makes
 it again, and `eb stage score` / `eb stage report` refuse to state a verdict over it. Asked only
@@ -21,7 +23,11 @@ from typing import Any, NamedTuple
 from eval_banana.core.errors import StageFileError
 from eval_banana.core.words import first_and_count
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, GuardDoc, PlanDoc, ScoreDoc
-from eval_banana.stagefiles.agreement import results_against_plan, unresulted
+from eval_banana.stagefiles.agreement import (
+    results_against_plan,
+    results_against_verdicts,
+    unresulted,
+)
 from eval_banana.stagefiles.layout import STAGE_NAMES, stage_path
 from eval_banana.stagefiles.read import read_stage
 from eval_banana.stagefiles.verdict import Inconsistency
@@ -66,6 +72,12 @@ def _results_against_plan(*, run_dir: Path, doc: ExecuteDoc) -> Inconsistency | 
     return results_against_plan(plan=plan, execute=doc)
 
 
+def _results_against_verdicts(*, run_dir: Path, doc: ExecuteDoc) -> Inconsistency | None:
+    """Each result must still have the verdict digest taken when it was made: execute.json
+    alone is read, never the checks/<stem>.json files."""
+    return results_against_verdicts(doc)
+
+
 def _score_against_results(*, run_dir: Path, doc: ScoreDoc) -> Inconsistency | None:
     from eval_banana.stages.score import score_disagreement
 
@@ -80,42 +92,66 @@ class _Agreement(NamedTuple):
     remake: str  # how to make the file again
 
 
-_AGREEMENTS: dict[str, _Agreement] = {
-    "config": _Agreement(
-        upstream=None,
-        compare=_settings_against_sources,
-        remake="eb update resolves the run's settings again (or rerun the config stage: eb "
-        "stage config)",
+# Per stage, in the order they are asked; the first that finds a problem says it.
+_AGREEMENTS: dict[str, tuple[_Agreement, ...]] = {
+    "config": (
+        _Agreement(
+            upstream=None,
+            compare=_settings_against_sources,
+            remake="eb update resolves the run's settings again (or rerun the config stage: "
+            "eb stage config)",
+        ),
     ),
-    "guard": _Agreement(
-        upstream="config",
-        compare=_harness_against_config,
-        remake="eb update guards the run again from stages/config.json (or rerun the guard "
-        "stage: eb stage guard)",
+    "guard": (
+        _Agreement(
+            upstream="config",
+            compare=_harness_against_config,
+            remake="eb update guards the run again from stages/config.json (or rerun the "
+            "guard stage: eb stage guard)",
+        ),
     ),
-    "execute": _Agreement(
-        upstream="validate",
-        compare=_results_against_plan,
-        remake="eb update runs again each check whose result is not the plan's and drops "
-        "results of checks the plan does not hold, keeping every other result (or rerun the "
-        "execute stage: eb stage execute)",
+    "execute": (
+        _Agreement(
+            upstream="validate",
+            compare=_results_against_plan,
+            remake="eb update runs again each check whose result is not the plan's and drops "
+            "results of checks the plan does not hold, keeping every other result (or rerun "
+            "the execute stage: eb stage execute)",
+        ),
+        _Agreement(
+            upstream=None,
+            compare=_results_against_verdicts,
+            remake="eb update runs again each check whose verdict was edited, keeping every "
+            "other result (or rerun the execute stage: eb stage execute)",
+        ),
     ),
-    "score": _Agreement(
-        upstream="execute",
-        compare=_score_against_results,
-        remake="eb update scores the run again from its results (or rerun the score stage: "
-        "eb stage score)",
+    "score": (
+        _Agreement(
+            upstream="execute",
+            compare=_score_against_results,
+            remake="eb update scores the run again from its results (or rerun the score "
+            "stage: eb stage score)",
+        ),
     ),
 }
 
 
 def disagreement(*, run_dir: Path, stage: str, doc: Any) -> StageFileError | None:
     """Why the stage file `doc` (read from `run_dir`) disagrees with the upstream file it was
-    made from, as an error to raise or show; None when it agrees, when nothing is compared
-    for its stage, or when the upstream file cannot be read (its own row says why)."""
-    if stage not in _AGREEMENTS:
-        return None
-    upstream, compare, remake = _AGREEMENTS[stage]
+    made from, or with its own records, as an error to raise or show; None when it agrees,
+    when nothing is compared for its stage, or when the upstream file cannot be read (its own
+    row says why)."""
+    for agreement in _AGREEMENTS.get(stage, ()):
+        problem = _disagreement(run_dir=run_dir, stage=stage, doc=doc, agreement=agreement)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _disagreement(
+    *, run_dir: Path, stage: str, doc: Any, agreement: _Agreement
+) -> StageFileError | None:
+    upstream, compare, remake = agreement
     try:
         found = compare(run_dir=run_dir, doc=doc)
     except StageFileError:
@@ -125,7 +161,7 @@ def disagreement(*, run_dir: Path, stage: str, doc: Any) -> StageFileError | Non
     where, problem = found
     path = stage_path(run_dir=run_dir, stage=stage)
     against = (
-        "is invalid"  # against its own `sources`, said in the problem
+        "is invalid"  # against its own records, said in the problem
         if upstream is None
         else f"disagrees with {stage_path(run_dir=run_dir, stage=upstream).relative_to(run_dir)}"
     )

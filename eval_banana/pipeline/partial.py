@@ -10,6 +10,7 @@ from eval_banana.harness.usage import usage_tokens, usage_totals
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ExecuteDoc, PlanDoc, PlannedCheck
 from eval_banana.runners.results import instant_error, judge_expectation, write_check_result
+from eval_banana.stagefiles.verdictdigest import verdict_digest
 from eval_banana.stagefiles.write import refuse_wrong_place, refusing_wrong_place
 from eval_banana.stages.execute import execution_ms
 
@@ -107,6 +108,9 @@ def merge_results(*, plan: PlanDoc, fresh: ExecuteDoc, previous: ExecuteDoc | No
             "result_file_digests": _kept_files(
                 results=results, fresh=fresh, earlier=earlier, previous=previous
             ),
+            "verdict_digests": _kept_verdicts(
+                plan=plan, results=results, fresh=fresh, earlier=earlier, previous=previous
+            ),
             **_merged_settings(plan=plan, results=results, fresh=fresh, previous=previous),
             **_run_times(fresh=fresh, previous=previous),
         }
@@ -190,6 +194,30 @@ def _kept_files(
             and earlier.get((check_id, result.check_definition_sha256)) is result
         ):
             digests[check_id] = recorded[check_id]
+    return digests
+
+
+def _kept_verdicts(
+    *,
+    plan: PlanDoc,
+    results: list[CheckResult],
+    fresh: ExecuteDoc,
+    earlier: Earlier,
+    previous: ExecuteDoc | None,
+) -> dict[str, str]:
+    """The verdict digest of each result: the rerun's own, else the one recorded with a kept
+    result (never taken again from it: a kept result edited by hand would be vouched for), or
+    that of the placeholder made here for a check with no earlier result. A result kept from
+    an execute.json written before eb recorded them has none."""
+    recorded = previous.verdict_digests if previous is not None else {}
+    digests: dict[str, str] = {}
+    for check, result in zip(plan.checks, results, strict=True):
+        if check.id in fresh.verdict_digests:
+            digests[check.id] = fresh.verdict_digests[check.id]
+        elif (check.id, check.check_definition_sha256) not in earlier:
+            digests[check.id] = verdict_digest(result)
+        elif check.id in recorded:
+            digests[check.id] = recorded[check.id]
     return digests
 
 

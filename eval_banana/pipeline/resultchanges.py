@@ -19,7 +19,7 @@ from eval_banana.pipeline.runfiles import result_files_changed
 from eval_banana.pipeline.settingchanges import SettingsNow, setting_changes, settings_to_come
 from eval_banana.pipeline.stalewords import describe_changes
 from eval_banana.runners.results import STOP_REASON_TEXT
-from eval_banana.stagefiles.agreement import unresulted
+from eval_banana.stagefiles.agreement import edited_verdicts, unresulted
 from eval_banana.stagefiles.read import read_stage
 
 # Why a check recorded as never run, or stopped while it ran, is run by `eb update`: it has no
@@ -31,6 +31,8 @@ STOPPED_WHILE_RUNNING = "no result yet (stopped while it ran)"
 # its output (or its script), or had no file left to open, so its outcome was lost.
 OUTPUT_LOST = "no result yet (its output could not be written)"
 NOT_JUDGED = "no result yet (eb had too many files open)"
+# A result whose verdict no longer has the digest taken when it was made.
+VERDICT_EDITED = "its verdict in stages/execute.json was edited after the check reached it"
 
 
 def input_changes(*, plan: PlanDoc, executed: ExecuteDoc, config: ConfigDoc) -> dict[str, str]:
@@ -168,6 +170,9 @@ def outdated_results(
     since the plan before this one (`definition_changes`), said instead of "its definition
     changed" where known."""
     recorded = {result.check_id: result for result in executed.results} if executed else {}
+    # A verdict edited in execute.json after its result was made is no verdict the check
+    # reached: it is reached again (the file is `invalid` in `eb status` meanwhile).
+    edited = edited_verdicts(executed) if executed else {}
     reasons: dict[str, str] = {}
     for check in plan.checks:
         result = recorded.get(check.id)
@@ -175,6 +180,8 @@ def outdated_results(
             reasons[check.id] = NO_RESULT
         elif result.check_definition_sha256 != check.check_definition_sha256:
             reasons[check.id] = (changed_files or {}).get(check.id, "its definition changed")
+        elif check.id in edited:
+            reasons[check.id] = VERDICT_EDITED
         elif (why := _no_result_yet(result=result)) is not None:
             reasons[check.id] = why
     if executed is not None:

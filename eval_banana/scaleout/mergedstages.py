@@ -357,6 +357,13 @@ def _merged_execute(
                 for run in runs
                 for check_id, digest in run.execute.result_file_digests.items()
             },
+            # As each shard recorded them when its results were made: a shard's result edited
+            # by hand stays one the merged run is told of.
+            "verdict_digests": {
+                check_id: digest
+                for run in runs
+                for check_id, digest in run.execute.verdict_digests.items()
+            },
         }
     )
 

@@ -21,7 +21,11 @@ from eval_banana.models.stages import (
     ScoreDoc,
 )
 from eval_banana.settings.rundir import run_folder_hint
-from eval_banana.stagefiles.agreement import results_against_plan, unresulted
+from eval_banana.stagefiles.agreement import (
+    results_against_plan,
+    results_against_verdicts,
+    unresulted,
+)
 from eval_banana.stagefiles.layout import stage_path
 from eval_banana.stagefiles.read import STAGE_INPUTS, StageRead, read_stage_file, stage_digest
 from eval_banana.stagefiles.text import file_element_texts
@@ -199,7 +203,7 @@ def read_shard(*, run_dir: Path) -> ShardRun:
 def _check_results(*, run_dir: Path, plan: PlanDoc, execute: ExecuteDoc) -> None:
     """The shard's results must be its plan's: one per planned check, in plan order, each
     judged on the planned definition."""
-    found = results_against_plan(plan=plan, execute=execute)
+    found = results_against_plan(plan=plan, execute=execute) or results_against_verdicts(execute)
     missing = unresulted(plan=plan, execute=execute)
     if found is None and not missing:
         return

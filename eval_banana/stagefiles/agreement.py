@@ -19,6 +19,7 @@ from eval_banana.core.caseid import case_check_id
 from eval_banana.core.stem import artifact_stem
 from eval_banana.models.stages import ExecuteDoc, GuardDoc, PlanDoc
 from eval_banana.stagefiles.verdict import Inconsistency, score_contradiction
+from eval_banana.stagefiles.verdictdigest import verdict_digest
 
 
 def _repeated(values: Iterable[str]) -> str | None:
@@ -158,6 +159,36 @@ def results_against_plan(*, plan: PlanDoc, execute: ExecuteDoc) -> Inconsistency
                 "(results follow plan order)"
             )
         last = position
+    return None
+
+
+def edited_verdicts(execute: ExecuteDoc) -> dict[str, int]:
+    """Check id -> the place in `execute.results` of each result whose verdict is no longer
+    the one its `verdict_digests` entry was taken from (edited by hand after the result was
+    made), in results order. A result with no entry (kept from an older execute.json) is not
+    compared."""
+    recorded = execute.verdict_digests
+    if not recorded:
+        return {}  # an execute.json written before eb recorded them
+    return {
+        result.check_id: index
+        for index, result in enumerate(execute.results)
+        if (digest := recorded.get(result.check_id)) is not None
+        and verdict_digest(result) != digest
+    }
+
+
+def results_against_verdicts(execute: ExecuteDoc) -> Inconsistency | None:
+    """The first result of an execute.json whose verdict is not the one the execute stage
+    recorded for it (`edited_verdicts`)."""
+    for check_id, index in edited_verdicts(execute).items():
+        result = execute.results[index]
+        return f"$.results[{index}]", (
+            f"the verdict of {check_id!r} (status {result.status}, score {result.score}) is "
+            "not the one the execute stage recorded for it in verdict_digests: the result was "
+            f"edited after it was made, and checks/{artifact_stem(check_id=check_id)}.json "
+            "holds the result as eb wrote it"
+        )
     return None
 
 

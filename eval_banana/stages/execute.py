@@ -22,6 +22,7 @@ from eval_banana.runners.fuses import unseen_usage_warnings
 from eval_banana.runners.pool import follow
 from eval_banana.runners.results import elapsed_ms, iso, stop_reason, utc_now
 from eval_banana.stagefiles.layout import envelope
+from eval_banana.stagefiles.verdictdigest import verdict_digests
 from eval_banana.stagefiles.write import write_stage_model
 
 if TYPE_CHECKING:
@@ -136,6 +137,7 @@ def _execute_doc(
         family_sizes=plan.family_sizes,
         input_digests=run.inputs_now,
         result_file_digests=run.result_file_digests(),
+        verdict_digests=verdict_digests(final),
         artifact_ids=run.artifacts,
         verdict_settings=run.settings_record.by_check,
         verdict_setting_parts=run.settings_record.parts,

@@ -229,3 +229,56 @@ def test_a_setting_edited_against_its_source_is_invalid(
     updated = _eb("update", "--run-dir", str(run_dir), cwd=root)
     assert updated.returncode == 1, updated.stdout + updated.stderr
     assert json.loads((run_dir / "report.json").read_text())["run_passed"] is False
+
+
+def _flipped_to_a_pass(check_id: str) -> Any:
+    """An edit turning `check_id`'s failure into a pass in execute.json alone, every field the
+    score reads agreeing with the others (checks/<stem>.json still holds the failure)."""
+
+    def flip(document: dict[str, Any]) -> None:
+        (result,) = [r for r in document["results"] if r["check_id"] == check_id]
+        result.update(status="passed", observed_status="passed", score=1, exit_code=0, reason="ok")
+
+    return flip
+
+
+def test_a_verdict_edited_in_execute_json_is_invalid_and_reached_again(tmp_path: Path) -> None:
+    root = _project(tmp_path / "p", checks={"good": 0, "bad": 1})
+    assert _eb("run", cwd=root).returncode == 1
+    run_dir = _run_dir(root)
+    _edit(run_dir, "execute.json", _flipped_to_a_pass("bad"))
+    rows = _rows(root, run_dir)
+    assert _state(rows["execute"]) == "invalid", rows["execute"]
+    assert "$.results[" in rows["execute"] and "'bad'" in rows["execute"]
+    refused = _eb("stage", "score", "--run-dir", str(run_dir), cwd=root)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "execute.json" in refused.stderr and "eb update" in refused.stderr
+    updated = _eb("update", "--run-dir", str(run_dir), cwd=root)
+    assert updated.returncode == 1, updated.stdout + updated.stderr
+    assert "rerun bad:" in updated.stdout and "rerun good" not in updated.stdout
+    assert json.loads((run_dir / "report.json").read_text())["run_passed"] is False
+    assert all(_state(row) == "ok" for row in _rows(root, run_dir).values())
+
+
+def test_a_partial_rerun_keeps_an_edited_verdict_told(tmp_path: Path) -> None:
+    """A rerun of another check keeps the edited result with the digest recorded for it, never
+    one taken again from the edited fields."""
+    root = _project(tmp_path / "p", checks={"good": 0, "bad": 1})
+    assert _eb("run", cwd=root).returncode == 1
+    run_dir = _run_dir(root)
+    _edit(run_dir, "execute.json", _flipped_to_a_pass("bad"))
+    rerun = _eb("stage", "execute", "--run-dir", str(run_dir), "--check-id", "good", cwd=root)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    rows = _rows(root, run_dir)
+    assert _state(rows["execute"]) == "invalid", rows["execute"]
+    assert "'bad'" in rows["execute"]
+
+
+def test_an_execute_json_without_verdict_digests_is_still_read(tmp_path: Path) -> None:
+    """One an earlier eb wrote has none: its results are not compared."""
+    root = _project(tmp_path / "p", checks={"good": 0, "bad": 1})
+    assert _eb("run", cwd=root).returncode == 1
+    run_dir = _run_dir(root)
+    _edit(run_dir, "execute.json", lambda document: document.pop("verdict_digests"))
+    assert _state(_rows(root, run_dir)["execute"]) == "ok"
+    assert _eb("update", "--run-dir", str(run_dir), cwd=root).returncode == 1
