@@ -53,6 +53,9 @@ col.h-id { width:24%; } col.h-strip { width:34%; } col.h-n { width:6.5em; }
 canvas.strip { width:100%; height:14px; display:block; image-rendering:pixelated; }
 tr.hide { display:none; }
 td.id { font-family:ui-monospace, SFMono-Regular, Menlo, monospace; }
+/* A check's note wraps in full: it is the page's sentence about the check, not a one-line
+   reason, and a cut one read "fa…" in a narrow window. */
+#checks td.why { white-space:normal; max-width:none; }
 .legend span { display:inline-block; width:10px; height:10px; margin:0 4px 0 10px;
   vertical-align:middle; border-radius:2px; }
 .legend .k-p { background:var(--pass); } .legend .k-f { background:var(--fail); }
@@ -61,6 +64,32 @@ td.id { font-family:ui-monospace, SFMono-Regular, Menlo, monospace; }
 table#families { width:auto; min-width:50%; }
 table#families td.marks { font-family:ui-monospace, SFMono-Regular, Menlo, monospace;
   letter-spacing:1px; white-space:nowrap; }
+@media (max-width: 1000px) {
+  /* A narrow window keeps the note readable: the strip and the numbers give up room. */
+  col.h-id { width:26%; } col.h-strip { width:24%; } col.h-n { width:4.8em; }
+}
+@media (max-width: 600px) {
+  /* A phone: each check is a card, its id, its strip across the width, its numbers (each
+     named), then its note; the families' run marks wrap instead of widening the page. */
+  #checks, #checks > tbody { display:block; }
+  #checks colgroup, #checks thead { display:none; }
+  #checks tr.r { display:flex; flex-wrap:wrap; gap:0 12px; padding:4px 0;
+    border-bottom:1px solid var(--line); }
+  #checks tr.r > td { border:0; padding:2px 6px; text-align:left; }
+  #checks tr.r > td:nth-child(1), #checks tr.r > td:nth-child(2),
+  #checks tr.r > td.why { flex-basis:100%; }
+  #checks tr.r > td.num::before { color:var(--muted); }
+  #checks tr.r > td:nth-child(3)::before { content:"pass rate "; }
+  #checks tr.r > td:nth-child(4)::before { content:"flips "; }
+  #checks tr.r > td:nth-child(5)::before { content:"median "; }
+  #checks tr.hide { display:none; }
+  table#families { min-width:0; }
+  table#families td.marks { white-space:normal; overflow-wrap:anywhere; }
+}
+@media print {
+  /* On paper every strip is painted (the script paints them all first). */
+  canvas.strip { break-inside:avoid; }
+}
 """
 
 PAGE_JS = r"""
@@ -110,6 +139,18 @@ PAGE_JS = r"""
     for (var k = 0; k < canvases.length; k++) { watcher.observe(canvases[k]); }
   } else {
     for (var n = 0; n < canvases.length; n++) { paint(canvases[n]); }
+  }
+  // Printing draws what is painted: every strip first, on `beforeprint`, or on the print
+  // media query where a browser prints without that event.
+  function paintAll() {
+    for (var k = 0; k < canvases.length; k++) { paint(canvases[k]); }
+  }
+  window.addEventListener("beforeprint", paintAll);
+  var printing = window.matchMedia ? window.matchMedia("print") : null;
+  if (printing) {
+    var onPrint = function (query) { if (query.matches) { paintAll(); } };
+    if (printing.addEventListener) { printing.addEventListener("change", onPrint); }
+    else if (printing.addListener) { printing.addListener(onPrint); }
   }
 
   // Which run is under the pointer, in the strip's tooltip.

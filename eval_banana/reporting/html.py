@@ -176,7 +176,7 @@ def html_pieces(
 {families.table}{_filters(checks=checks, groups=groups)}
 <noscript><p>Filters and per-check details need JavaScript{noscript_rows(count=len(checks))};
 the check files are in <a href="checks/">checks/</a>.</p></noscript>
-<table id="checks">
+<table id="checks" class="report">
 <colgroup><col class="c-id"><col class="c-st"><col class="c-why"><col class="c-type"><col
 class="c-tags"><col class="c-ms"></colgroup>
 <thead><tr><th>Check</th><th>Status</th><th>Reason</th><th>Type</th><th>Tags</th>

@@ -51,12 +51,6 @@ a { color:var(--accent); }
 table { border-collapse:collapse; width:100%; table-layout:fixed; }
 col.c-id { width:26%; } col.c-st { width:10.5em; } col.c-type { width:9em; }
 col.c-tags { width:13%; } col.c-ms { width:6.5em; }
-@media (max-width: 1000px) {
-  /* A narrow window keeps the reason readable: the other columns give up some room. */
-  body { padding:16px; }
-  col.c-id { width:24%; } col.c-type { width:8.5em; } col.c-tags { width:7%; }
-  col.c-ms { width:6.2em; }
-}
 td { overflow-wrap:anywhere; }
 tbody.rows { content-visibility:auto;
   contain-intrinsic-block-size:auto calc(var(--n, 0) * 34px); }
@@ -129,6 +123,47 @@ svg.spark .s-e { fill:var(--err); }
 .hb-new { background:var(--fail-bg); color:var(--fail); border:1px solid var(--fail); }
 .hb-fixed { background:var(--pass-bg); color:var(--pass); border:1px solid var(--pass); }
 .hb-flaky { background:var(--err-bg); color:var(--err); border:1px dashed var(--err); }
+@media (max-width: 1000px) {
+  /* A narrow window keeps the id and the reason readable: the type and tags columns give way
+     (an expanded row lists both), the status column narrows and its notes wrap under it. */
+  body { padding:16px; }
+  col.c-id { width:26%; } col.c-st { width:7.5em; } col.c-ms { width:5.5em; }
+  col.c-type, col.c-tags { width:0; }
+  #checks.report tr > :nth-child(4), #checks.report tr > :nth-child(5) { padding:0;
+    overflow:hidden; visibility:hidden; white-space:nowrap; }
+  th.num { white-space:normal; }
+}
+@media (max-width: 600px) {
+  /* A phone: each check is a card, its id on a line of its own, the status beside the
+     reason (wrapped in full), then its type, tags and duration; no column is squeezed. */
+  body { padding:10px; }
+  #checks.report, #checks.report tbody.rows, #checks.report tr.d,
+  #checks.report tr.d > td { display:block; }
+  #checks.report colgroup, #checks.report thead { display:none; }
+  #checks.report tr.r { display:grid; grid-template-columns:auto minmax(0, 1fr) auto;
+    border-bottom:1px solid var(--line); padding:4px 0; }
+  #checks.report tr.r > td { border:0; padding:2px 6px; min-width:0; }
+  #checks.report tr.r > td:nth-child(1) { grid-row:1; grid-column:1 / -1; }
+  #checks.report tr.r > td:nth-child(2) { grid-row:2; grid-column:1; }
+  #checks.report tr.r > td.why { grid-row:2; grid-column:2 / -1; max-width:none;
+    white-space:pre-wrap; overflow-wrap:anywhere; }
+  #checks.report tr.r > td:nth-child(4), #checks.report tr.r > td:nth-child(5),
+  #checks.report tr.r > td:nth-child(6) { grid-row:3; color:var(--muted); font-size:12px;
+    visibility:visible; overflow:visible; white-space:normal; }
+  #checks.report tr.r > td:nth-child(4) { grid-column:1; }
+  #checks.report tr.r > td:nth-child(5) { grid-column:2; }
+  #checks.report tr.r > td:nth-child(6) { grid-column:3; }
+  #checks.report tr.d > td { padding:10px 8px 12px; }
+  #checks.report tbody.hide, #checks.report tr.hide { display:none; }
+}
+@media print {
+  /* Paper has no tooltip and no scrolling: every reason in full, every row laid out. */
+  body { padding:0; }
+  th { position:static; }
+  tbody.rows { content-visibility:visible; }
+  td.why { white-space:pre-wrap; overflow:visible; text-overflow:clip; max-width:none; }
+  tr.r { break-inside:avoid; }
+}
 """
 
 JS = r"""
@@ -209,6 +244,16 @@ JS = r"""
   var idle = window.requestIdleCallback || function (f) { return setTimeout(f, 50); };
   function whenIdle() { if (attachNext()) { idle(whenIdle); } }
   setTimeout(function () { idle(whenIdle); }, 3000);
+  // Printing takes what is attached: every group first (a `beforeprint` event, or the print
+  // media query where a browser prints without one).
+  function attachAll() { while (attachNext()) { /* the next group */ } }
+  window.addEventListener("beforeprint", attachAll);
+  var printing = window.matchMedia ? window.matchMedia("print") : null;
+  if (printing) {
+    var onPrint = function (query) { if (query.matches) { attachAll(); } };
+    if (printing.addEventListener) { printing.addEventListener("change", onPrint); }
+    else if (printing.addListener) { printing.addListener(onPrint); }
+  }
 
   function count(n) { shown.textContent = n + " of " + total + " checks shown"; }
 
@@ -333,13 +378,15 @@ JS = r"""
     cell.appendChild(p);
   }
 
-  function details(c, i) {
+  // `type`: the row's Type cell, which a narrow window does not show (nor the Tags column).
+  function details(c, i, type) {
     var links = linksOf(c);
     var cell = el("td");
     cell.colSpan = 6;
     cell.appendChild(el("h3", "Check"));
     var dl = el("dl");
     var facts = [["Description", c.desc], ["File", c.file], ["Status", c.label],
+      ["Type", type], ["Tags", (c.tags || []).join(", ")],
       ["Expect", c.expect], ["Observed", c.observed], ["Exit code", c.exit],
       ["Duration", c.ms + " ms"]];
     for (var k = 0; k < facts.length; k++) {
@@ -396,7 +443,8 @@ JS = r"""
       return;
     }
     var i = +row.getAttribute("data-i");
-    row.parentNode.insertBefore(details(data[i], i), row.nextSibling);
+    row.parentNode.insertBefore(details(data[i], i, row.children[3].textContent),
+                                row.nextSibling);
     button.setAttribute("aria-expanded", "true");
   }
 
@@ -444,8 +492,11 @@ JS = r"""
 FAMILY_CSS = """
 #families { margin:12px 0 16px; }
 #families caption { text-align:left; font-weight:600; padding:0 0 6px; }
+/* Sized by their contents, not fixed shares: numbers and headers never run together. */
+#families { table-layout:auto; }
 #families col.f-id { width:26%; } #families col.f-gate { width:30%; }
 #families td.num, #families th.num { text-align:right; }
+#families th.num { white-space:normal; }
 #families tr.fam.gate-broken .gate { color:var(--fail); font-weight:600; }
 #families tr.fam.gate-held .gate { color:var(--pass); }
 tr.fd > td { background:var(--soft); padding:8px 16px 12px 32px; }
@@ -456,6 +507,35 @@ tr.fd .fshown { color:var(--muted); font-size:12px; margin:0 0 4px; }
 tr.fd button.fc { border:0; background:none; color:var(--accent); cursor:pointer; padding:0;
   font:12px ui-monospace, SFMono-Regular, Menlo, monospace; text-align:left; }
 tr.fd td.why { max-width:48em; }
+@media (max-width: 600px) {
+  /* A phone: a family's id on its line, then its counts, each named, then its gate; a
+     case's id on its line, its status beside its reason, wrapped in full. */
+  #families, #families > tbody, #families tr.fd, #families tr.fd > td { display:block; }
+  #families colgroup, #families thead { display:none; }
+  #families caption { display:block; }
+  #families tr.fam { display:flex; flex-wrap:wrap; gap:0 10px; padding:4px 0;
+    border-bottom:1px solid var(--line); }
+  #families tr.fam > td { border:0; padding:2px 6px; }
+  #families tr.fam > td:first-child, #families tr.fam > td.gate { flex-basis:100%; }
+  #families tr.fam > td.num::before { color:var(--muted); }
+  #families tr.fam > td:nth-child(2)::before { content:"pass rate "; }
+  #families tr.fam > td:nth-child(3)::before { content:"cases "; }
+  #families tr.fam > td:nth-child(4)::before { content:"passed "; }
+  #families tr.fam > td:nth-child(5)::before { content:"failed "; }
+  #families tr.fam > td:nth-child(6)::before { content:"errored "; }
+  tr.fd > td { padding:6px 4px 8px 8px; }
+  tr.fd table, tr.fd tbody { display:block; }
+  tr.fd tr.fcase { display:grid; grid-template-columns:auto minmax(0, 1fr);
+    border-bottom:1px solid var(--line); }
+  tr.fd tr.fcase.hide { display:none; }
+  tr.fd tr.fcase > td { border:0; width:auto; min-width:0; }
+  tr.fd tr.fcase td:first-child { grid-column:1 / -1; width:auto; }
+  tr.fd tr.fcase td.stc { width:auto; }
+  tr.fd td.why { white-space:pre-wrap; overflow-wrap:anywhere; max-width:none; }
+}
+@media print {
+  tr.fd td.why { white-space:pre-wrap; max-width:none; }
+}
 """
 
 FAMILY_JS = r"""
