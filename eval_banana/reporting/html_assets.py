@@ -188,7 +188,9 @@ JS = r"""
   var total = 0;
   for (var p = 0; p < parts.length; p++) { total += parts[p].rows.length; }
   var shown = document.getElementById("shown");
-  var state = { g: "all", tag: "", q: "", flaky: false };
+  // `exact`: the one id a family's case button chose (`data-exact` on the id filter), matched
+  // whole, so `qa[x]` does not show `preqa[x]`; typed text matches as a substring.
+  var state = { g: "all", tag: "", q: "", exact: "", flaky: false };
 
   // A check's files by the letters the page data lists (eval_banana/reporting/html_evidence.py).
   var FILES = { o: ["stdout", ".stdout.txt"], e: ["stderr", ".stderr.txt"],
@@ -210,6 +212,7 @@ JS = r"""
     if (state.g !== "all" && c.g !== state.g) { return false; }
     if (state.flaky && !c.flaky) { return false; }
     if (state.tag && (c.tags || []).indexOf(state.tag) < 0) { return false; }
+    if (state.exact) { return c.id === state.exact; }
     if (state.q && c.id.toLowerCase().indexOf(state.q) < 0) { return false; }
     return true;
   }
@@ -476,7 +479,11 @@ JS = r"""
     apply();
   });
   document.getElementById("id-filter").addEventListener("input", function (event) {
-    state.q = event.target.value.trim().toLowerCase();
+    var input = event.target;
+    // A keystroke (a trusted event) turns a chosen case's id back into typed text.
+    if (event.isTrusted) { input.removeAttribute("data-exact"); }
+    state.q = input.value.trim().toLowerCase();
+    state.exact = input.getAttribute("data-exact") || "";
     apply();
   });
   document.getElementById("filters").hidden = false;
@@ -559,6 +566,7 @@ FAMILY_JS = r"""
     return { g: pressed ? pressed.getAttribute("data-g") : "all",
              tag: document.getElementById("tag-filter").value,
              q: document.getElementById("id-filter").value.trim().toLowerCase(),
+             exact: document.getElementById("id-filter").getAttribute("data-exact") || "",
              flaky: !!flaky && flaky.getAttribute("aria-pressed") === "true" };
   }
 
@@ -566,6 +574,7 @@ FAMILY_JS = r"""
     if (f.g !== "all" && c.g !== f.g) { return false; }
     if (f.flaky && !c.flaky) { return false; }
     if (f.tag && (c.tags || []).indexOf(f.tag) < 0) { return false; }
+    if (f.exact) { return c.id === f.exact; }
     if (f.q && c.id.toLowerCase().indexOf(f.q) < 0) { return false; }
     return true;
   }
@@ -631,10 +640,12 @@ FAMILY_JS = r"""
   table.addEventListener("click", function (event) {
     var show = event.target.closest("button.fc");
     if (show) {
-      // The case's own row: the id filter narrows the checks table to it, and (the event
-      // bubbling up to the filter bar, as a typed id does) the open case lists too.
+      // The case's own row: the id filter narrows the checks table to exactly that id (not
+      // to every id containing it), and (the event bubbling up to the filter bar, as a typed
+      // id does) the open case lists too.
       var input = document.getElementById("id-filter");
       input.value = show.textContent;
+      input.setAttribute("data-exact", show.textContent);
       input.dispatchEvent(new Event("input", { bubbles: true }));
       document.getElementById("checks").scrollIntoView();
       return;

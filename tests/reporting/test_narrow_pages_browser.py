@@ -1,6 +1,7 @@
 """report.html and the history page at a phone's, a small window's and a desktop's width, and
 printed, in a real headless Chromium (the browser suite, `-m browser`): every check's id and
-reason stay readable, nothing widens the page, printing loses no reason, note or strip."""
+reason stay readable, nothing widens the page, printing loses no reason, note or strip, and a
+dataset case's button shows exactly that case."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 from tests.conftest import EbResult
 from tests.reporting.test_html_browser import (
+    VISIBLE_ROWS,
     _no_errors_no_network,
     _open,
     browser,  # noqa: F401  (the module's headless Chromium)
@@ -211,3 +213,29 @@ def test_printing_report_html_shows_every_reason_whole(
     assert len(reasons) == 3 + 2 and all(cell["fits"] for cell in reasons), reasons
     families = [cell for cell in found["cells"] if cell["table"] == "families"]
     assert families and all(cell["fits"] for cell in families), families
+
+
+def test_a_case_button_shows_exactly_that_case(
+    browser: Any,  # noqa: F811
+    narrow_project: Path,
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    _open(browser, _report(narrow_project))
+    qa = [
+        row
+        for row in browser.find_elements(By.CSS_SELECTOR, "#families tr.fam")
+        if row.text.split()[0] == "qa"
+    ][0]
+    qa.find_element(By.CSS_SELECTOR, "button.x").click()
+    case = [b for b in browser.find_elements(By.CSS_SELECTOR, "button.fc") if b.text == "qa[x]"]
+    case[0].click()
+    assert browser.execute_script(VISIBLE_ROWS) == ["qa[x]"]  # not preqa[x] as well
+    detail = browser.find_element(By.CSS_SELECTOR, "#families tr.fd")
+    assert "1 of 2 cases shown" in detail.text
+    # Typed text still matches as part of an id.
+    field = browser.find_element(By.ID, "id-filter")
+    field.clear()
+    field.send_keys("qa[x")
+    assert sorted(browser.execute_script(VISIBLE_ROWS)) == ["preqa[x]", "qa[x]"]
+    _no_errors_no_network(browser)
