@@ -192,6 +192,28 @@ def test_an_interrupted_run_reads_as_aborted_not_as_a_run_at_0_percent(
     assert '"s":"pn"' in html
 
 
+def test_the_pass_rate_chart_is_drawn_against_100_percent(tmp_path: Path, eb: Eb) -> None:
+    # Drawn against its own highest value, a suite steady at 50 % sat at the chart's top,
+    # labelled 50 %, where a glance reads "all passed".
+    root = _project(
+        tmp_path / "p",
+        {
+            "eval_checks/ok.yaml": check_yaml("ok"),
+            "eval_checks/bad.yaml": check_yaml("bad", script="raise SystemExit(1)"),
+        },
+    )
+    for _ in range(2):
+        assert eb("run", "--cwd", str(root), "--cache", "off").exit_code == 1
+    page = tmp_path / "history.html"
+    assert eb("history", "--cwd", str(root), "--html", str(page)).exit_code == 0
+    html = page.read_text()
+    chart = html[html.index('aria-label="Pass rate, one point per run"') :]
+    chart = chart[: chart.index("</svg>")]
+    assert '<text x="2" y="14">100%</text>' in chart, chart
+    heights = {part.split('"')[0] for part in chart.split(' cy="')[1:]}
+    assert len(heights) == 1 and float(heights.pop()) > 8.0 + 1, chart
+
+
 def test_a_record_that_cannot_be_written_is_a_warning_and_the_run_stands(
     tmp_path: Path, eb: Eb
 ) -> None:

@@ -225,9 +225,11 @@ def line_chart(
     value: Callable[[RunRow], float | None],
     label: Callable[[float], str],
     floor_at_zero: bool = True,
+    ceiling: float | None = None,
 ) -> str:
     """An SVG line chart with one point per run that has a value (oldest left), each point
-    titled with its run; the axis is labelled at its lowest and highest value."""
+    titled with its run; the axis is labelled at its lowest and highest value, or at
+    `ceiling` when the values have a fixed top (a pass rate's 100 %)."""
     values = [value(run) for run in runs]
     known = [v for v in values if v is not None]
     if not known:
@@ -237,7 +239,9 @@ def line_chart(
             f'<p class="none" data-points="0">No run in this window reported a '
             f"{escape(title.lower())}.</p></div>"
         )
-    top = max(known, default=1.0) or 1.0
+    # A rate drawn against its own highest value would put a suite steady at 50 % at the
+    # top of the chart, where a reader sees "all passed".
+    top = ceiling if ceiling is not None else max(known, default=1.0) or 1.0
     low = 0.0 if floor_at_zero else min(known, default=0.0)
     span = (top - low) or 1.0
     width = CHART_WIDTH - _PAD - 8
@@ -282,6 +286,7 @@ def _charts(runs: Sequence[RunRow]) -> str:
                 runs=runs,
                 value=lambda run: None if run.pass_rate is None else run.pass_rate * 100,
                 label=lambda v: percent_text(v / 100, places=0),
+                ceiling=100.0,
             ),
             line_chart(
                 title="Duration",
