@@ -65,6 +65,8 @@ class CacheStore(BlobStore):
         super().__init__(folder=folder)
         self.max_bytes = max_bytes
         self._secret: bytes | str | None = None  # loaded once, when first needed
+        # The kept runs by the verdict keys they stand on, read at the first verdict stored.
+        self._kept_runs_naming: dict[str, list[str]] | None = None
 
     def secret(self, *, create: bool) -> bytes | str:
         """The key of the MACs, or why there is none; `create`: make it when absent."""
@@ -112,12 +114,39 @@ class CacheStore(BlobStore):
         return self._read_signed(path=str(self.replay_path(key=key)))
 
     def write(self, *, key: str, document: dict[str, Any]) -> str:
-        """Store a verdict entry with its MAC; the digest of the bytes written."""
+        """Store a verdict entry with its MAC; the digest of the bytes written. Every kept run
+        naming the key goes first: its slot may have been emptied since (a prune, an eviction,
+        a user's delete) and this verdict be another than the one the kept run reused."""
+        self._drop_kept_runs_naming(key=key)
         data = (
             json.dumps(document, indent=1, ensure_ascii=False, allow_nan=False).encode("utf-8")
             + b"\n"
         )
         return self._write_signed(path=self.entry_path(key=key), text=data)
+
+    def _drop_kept_runs_naming(self, *, key: str) -> None:
+        """Remove the kept runs that reused the verdict stored under `key`. Read once per
+        store: a run is kept only in the cache's turn and never while this run's checks
+        execute, so none appears between this run's verdicts."""
+        if self._kept_runs_naming is None:
+            self._kept_runs_naming = self._kept_runs_by_verdict()
+        for path in self._kept_runs_naming.pop(key, []):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+
+    def _kept_runs_by_verdict(self) -> dict[str, list[str]]:
+        """Each verdict key a kept run names, with the kept runs naming it. One that cannot be
+        read is left: a replay refuses it anyway."""
+        naming: dict[str, list[str]] = {}
+        for path, _ in _stats(self.folder / "runs"):
+            if not path.endswith(".json"):
+                continue  # a kept run being written (a hidden sibling)
+            document = self._read_signed(path=path).document
+            keys = document.get("verdict_keys") if isinstance(document, dict) else None
+            for verdict in keys if isinstance(keys, list) else []:
+                if isinstance(verdict, str):
+                    naming.setdefault(verdict, []).append(path)
+        return naming
 
     def write_replay(self, *, key: str, document: dict[str, Any]) -> str:
         """Store a kept run with its MAC; the digest of the bytes written."""

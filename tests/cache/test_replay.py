@@ -372,6 +372,32 @@ def test_a_verdict_the_cache_let_go_is_no_replay(kept: Project, replays: list[bo
     assert kept.agent_starts() == starts + 1
 
 
+def test_a_kept_run_goes_once_a_verdict_it_reused_is_stored_again_into_an_emptied_slot(
+    tmp_path: Path,
+    eb: Callable[..., Any],
+    replays: list[bool],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The entry a kept run reused is removed (a prune, an eviction, a user's delete); the
+    check is judged again under the same key and fails: the next run must not replay the
+    old pass (the environment is no part of a key, so it stands in for a flaky judge)."""
+    from tests.cache.test_store import entry_for
+
+    flaky = "import os, sys\nsys.exit(int(os.environ.get('FLAKY_FAIL', '0')))\n"
+    checks = {"flaky": script_check("flaky", script=flaky), "good": judge("good")}
+    project = make_project(tmp_path=tmp_path, eb=eb, checks=checks, files={})
+    project.run()
+    project.run()  # every verdict reused: the run is kept
+    assert len(replay_files(project)) == 1
+    entry_for(project, "flaky").unlink()
+    monkeypatch.setenv("FLAKY_FAIL", "1")
+    project.run(expect_exit=1)  # judged again: the failure is stored in the emptied slot
+    assert replay_files(project) == []
+    again = project.run(expect_exit=1)
+    assert replays[-1] is False
+    assert {c["check_id"]: c["status"] for c in again["checks"]}["flaky"] == "failed"
+
+
 def test_a_flat_output_folder_is_never_replayed(
     kept: Project, replays: list[bool], tmp_path: Path
 ) -> None:
