@@ -21,7 +21,7 @@ import pytest
 from eval_banana.cache.remotenotes import REJECTIONS_NAMED
 from eval_banana.core.words import size_text
 from eval_banana.remote.backend import ENTRY_MAX_BYTES
-from tests.cache.rig import Project, judge, make_project, script_check
+from tests.cache.rig import Project, judge, make_project, noisy_project, script_check
 from tests.remote_servers import BUCKET, Hostile, MotoS3, gate, hostile, moto_s3, webdav
 
 # The shared-cache suite (`pytest -m remote`, which .ci/run runs): real S3, WebDAV and HTTP
@@ -1298,3 +1298,29 @@ def test_an_update_takes_a_masked_s3_endpoint_from_its_variable_or_skips_the_sha
         assert "masked" not in again.stderr and password not in again.stdout + again.stderr
     written = [path for path in first.root.rglob("*") if path.is_file()]
     assert not [path for path in written if password.encode() in path.read_bytes()]
+
+
+def _stored_bytes(project: Project) -> int:
+    cache = project.root / ".eval-banana" / "cache"
+    return sum(
+        path.stat().st_size
+        for part in ("entries", "blobs")
+        for path in (cache / part).rglob("*")
+        if path.is_file()
+    )
+
+
+def test_entries_fetched_from_the_shared_cache_keep_the_local_folder_within_its_limit(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    """A runner whose `max_mb` is smaller than what the shared cache holds fetches every
+    verdict and reuses them all, yet keeps only what fits in its own folder."""
+    first = noisy_project(tmp_path=tmp_path, eb=eb, checks=8, output_bytes=150_000, max_mb=1)
+    shared = str(tmp_path / "shared")
+    counts, _ = run(first, shared)
+    assert counts["misses"] == 8 and counts["remote_writes"] == 8
+    second = fresh_runner(of=first, root=tmp_path / "runner2")
+    for _ in range(2):
+        counts, _ = run(second, shared)
+        assert counts["misses"] == 0 and counts["remote_hits"] > 0
+        assert 0 < _stored_bytes(second) <= 1024 * 1024

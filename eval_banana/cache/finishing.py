@@ -39,8 +39,8 @@ def finish_run(
     interrupt: threading.Event | None = None,
 ) -> None:
     """Drop what changed without eb while checks ran; then keep the cache folder within its
-    size limit (only when the run stored something). `aborted`: every entry the run stored
-    goes too, and nothing it judged is reused (blobs go with the next eviction).
+    size limit (only when the run stored or fetched something). `aborted`: every entry the
+    run stored goes too, and nothing it judged is reused (blobs go with the next eviction).
     `interrupt`: once set, the uploads to the shared cache stop and are not waited for."""
     if aborted:
         release_fetched(remote=remote)
@@ -56,8 +56,14 @@ def finish_run(
             keep=lambda key: own.still_written(path=store.entry_file(key=key)),
             stop=interrupt if interrupt is not None else threading.Event(),
         )
-    if recorder.stored and writes:
+    if writes and (recorder.stored or fetched_locally(remote=remote)):
         store.evict()
+
+
+def fetched_locally(*, remote: RemoteTier | None) -> bool:
+    """Whether the run fetched entries from the shared cache: kept in the local folder, they
+    count against its size limit as the verdicts it stores do."""
+    return remote is not None and bool(remote.fetched)
 
 
 def _drop_changed(*, own: OwnWrites, store: CacheStore, warn: Warn) -> None:

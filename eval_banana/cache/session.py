@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from eval_banana.cache.components import KeyContext, check_components
-from eval_banana.cache.finishing import discard_written, finish_run
+from eval_banana.cache.finishing import discard_written, fetched_locally, finish_run
 from eval_banana.cache.key import verdict_key
 from eval_banana.cache.lookahead import LookAhead
 from eval_banana.cache.lookup import Hit, look_up_entry
@@ -221,6 +221,12 @@ class CacheSession:
         return held or self.store
 
     @property
+    def fetched_locally(self) -> bool:
+        """Whether this run fetched entries from the shared cache (they count against the
+        local folder's size limit)."""
+        return fetched_locally(remote=self.remote)
+
+    @property
     def holds_fetched(self) -> bool:
         """Whether this run holds entries it fetched outside the local folder."""
         return self.remote is not None and bool(self.remote.held.entries)
@@ -271,10 +277,10 @@ class CacheSession:
 
     def finish(self, *, aborted: bool = False, interrupt: threading.Event | None = None) -> None:
         """Drop what changed without eb while checks ran; then keep the cache folder within
-        its size limit (only when this run stored something). `aborted`: the run stopped (an
-        interrupt, a fuse, a file it could not write), so every entry it stored goes too and
-        nothing it judged is reused (blobs go with the next eviction). `interrupt`: once set,
-        the uploads to the shared cache stop and are not waited for."""
+        its size limit (only when this run stored or fetched something). `aborted`: the run
+        stopped (an interrupt, a fuse, a file it could not write), so every entry it stored goes
+        too and nothing it judged is reused (blobs go with the next eviction). `interrupt`: once
+        set, the uploads to the shared cache stop and are not waited for."""
         finish_run(
             aborted=aborted,
             recorder=self._recorder,

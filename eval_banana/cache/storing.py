@@ -69,9 +69,9 @@ def store_all(
     other run's checks are executing with the same cache (its watch would blame them).
     `interrupt` (what a signal sets): once set, the uploads to the shared cache stop."""
     _keep_fetched(cache=cache, folder=folder, stop=stop)
-    if not ran:  # nothing ran: nothing to store, and nothing stored to evict for
-        if cache.writes and cache.store.crowded and not stop.is_set():
-            _renew_crowded(cache=cache, folder=folder)
+    if not ran:  # nothing ran: nothing to store, but what was fetched may need room
+        if cache.writes and not stop.is_set() and (cache.store.crowded or cache.fetched_locally):
+            _tidy_reused(cache=cache, folder=folder)
         return
     from eval_banana.isolation.state import cache_writes
 
@@ -128,13 +128,17 @@ def _keep_fetched(*, cache: CacheSession, folder: Path, stop: StopSignal) -> Non
         )
 
 
-def _renew_crowded(*, cache: CacheSession, folder: Path) -> None:
-    """Store again the blobs this run found at the link limit, in the cache's turn."""
+def _tidy_reused(*, cache: CacheSession, folder: Path) -> None:
+    """In the cache's turn: store again the blobs this run found at the link limit, and keep
+    the folder within its size limit when this run fetched entries into it from the shared
+    cache (a run that judged nothing stored nothing else)."""
     from eval_banana.isolation.state import cache_writes
 
     with cache_writes(cache=folder) as ours:
         if ours:
             cache.store.renew_crowded()
+            if cache.fetched_locally:
+                cache.store.evict()
 
 
 def store_verdicts(
