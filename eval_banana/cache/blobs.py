@@ -14,6 +14,7 @@ import errno
 import hashlib
 import os
 import shutil
+import stat
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -33,7 +34,7 @@ from eval_banana.cache.places import (
 )
 from eval_banana.core.errors import WriteFault
 from eval_banana.core.files import sha256_and_size, sha256_bytes
-from eval_banana.core.readback import open_regular
+from eval_banana.core.readback import NotRegularFile, open_regular
 from eval_banana.core.turns import alone
 
 _BLOCK = 1 << 20
@@ -142,7 +143,9 @@ class BlobStore:
         """A blob's file, open at its start after its digest was checked by reading it in
         blocks, or the problem (as `restore` says it). The caller closes it."""
         try:
-            file = os.fdopen(open_regular(self._blob_file(sha256=blob.sha256)), "rb")
+            file = os.fdopen(_open_blob(self._blob_file(sha256=blob.sha256)), "rb")
+        except NotRegularFile:
+            return f"its stored file {blob.sha256} is damaged"
         except OSError as exc:
             return _unreadable(blob=blob, exc=exc)
         try:
@@ -187,12 +190,13 @@ class BlobStore:
         source = self._blob_file(sha256=blob.sha256)
         try:
             if checked:
-                if os.stat(source).st_size != blob.size:
+                info = os.lstat(source)
+                if not stat.S_ISREG(info.st_mode) or info.st_size != blob.size:
                     return self._damaged(blob=blob, source=source, discard=discard_damaged)
             elif seen is None:
-                if sha256_and_size(path=source) != (blob.sha256, blob.size):
+                if _checked_identity(path=source)[0] != (blob.sha256, blob.size):
                     return self._damaged(blob=blob, source=source, discard=discard_damaged)
-            elif blob.sha256 not in seen or _identity(os.stat(source)) != seen[blob.sha256]:
+            elif blob.sha256 not in seen or _identity(os.lstat(source)) != seen[blob.sha256]:
                 found, identity = _checked_identity(path=source)
                 if found != (blob.sha256, blob.size):
                     return self._damaged(blob=blob, source=source, discard=discard_damaged)
@@ -201,6 +205,9 @@ class BlobStore:
                 target=target,
                 place=lambda: self._link_renewing(source=source, target=target, renew=renew),
             )
+        except NotRegularFile:
+            # A link or another kind of file in a blob's place: never brought into a run.
+            return self._damaged(blob=blob, source=source, discard=discard_damaged)
         except OSError as exc:
             return _unreadable(blob=blob, exc=exc)
         return None
@@ -243,7 +250,7 @@ class BlobStore:
             crowded, self._crowded = sorted(self._crowded), set()
         for path in crowded:
             with contextlib.suppress(OSError):
-                if sha256_and_size(path=path)[0] == "sha256:" + os.path.basename(path):
+                if _checked_identity(path=path)[0][0] == "sha256:" + os.path.basename(path):
                     store_again(path=path)
 
     def read_blob(self, *, blob: Blob, discard_damaged: bool = False) -> bytes | str:
@@ -251,6 +258,8 @@ class BlobStore:
         source = self._blob_file(sha256=blob.sha256)
         try:
             data = _read_sized(path=source, size=blob.size)
+        except NotRegularFile:
+            return self._damaged(blob=blob, source=source, discard=discard_damaged)
         except OSError as exc:
             return _unreadable(blob=blob, exc=exc)
         if len(data) != blob.size or sha256_bytes(data=data) != blob.sha256:
@@ -264,7 +273,8 @@ class BlobStore:
         if discard:
             with alone(folder=self.folder) as mine:
                 if mine:
-                    with contextlib.suppress(FileNotFoundError):
+                    # A folder in its place is never removed (SlotTaken tells it on storing).
+                    with contextlib.suppress(FileNotFoundError, IsADirectoryError):
                         os.unlink(source)
         return f"its stored file {blob.sha256} is damaged"
 
@@ -283,7 +293,7 @@ def _read_sized(*, path: str, size: int) -> bytes:
     """A regular file's bytes, read as one piece when it holds the `size` expected (else one
     byte more than that at most, which is enough to refuse it): a replay's stage files and
     reports are megabytes each, and reading them in blocks joined them into a second copy."""
-    fd = open_regular(path)
+    fd = _open_blob(path)
     try:
         data = os.read(fd, size + 1)
         while 0 < len(data) <= size:  # a short read: what is left, and the end of the file
@@ -298,11 +308,18 @@ def _read_sized(*, path: str, size: int) -> bytes:
 
 def _checked_identity(*, path: str) -> tuple[tuple[str, int], Identity]:
     """`sha256:<hex>` and the size of a file, and its identity as it was read."""
-    with os.fdopen(open_regular(path), "rb") as file:
+    with os.fdopen(_open_blob(path), "rb") as file:
         # Taken before the read: a write while it reads moves the time, so the next restore
         # reads the blob again.
         identity = _identity(os.fstat(file.fileno()))
         return _digest_of(file=file), identity
+
+
+def _open_blob(path: str) -> int:
+    """A stored file's descriptor: a regular file of the cache, its link never followed (a
+    link to a file outside the cache with the same content would be brought into run
+    folders); NotRegularFile otherwise."""
+    return open_regular(path, follow_links=False)
 
 
 def _unreadable(*, blob: Blob, exc: OSError) -> str:

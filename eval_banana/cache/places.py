@@ -66,9 +66,10 @@ def make_cache_folder(folder: Path) -> None:
 
 
 def has_size(path: Path, size: int) -> bool:
-    """Whether a file of `size` bytes is stored at `path` (a folder of that size is not)."""
+    """Whether a file of `size` bytes is stored at `path` (a folder or a symbolic link of
+    that size is not)."""
     try:
-        info = path.stat()
+        info = path.lstat()
     except OSError:
         return False
     return stat.S_ISREG(info.st_mode) and info.st_size == size

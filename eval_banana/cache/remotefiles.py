@@ -4,6 +4,7 @@ against its digest first, and sent to the shared cache unless it holds them alre
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any, BinaryIO, Literal
@@ -108,7 +109,9 @@ def _other_content(*, remote: GuardedRemote, blob: Blob) -> bool:
 
 
 def _has_size(*, path: str, size: int) -> bool:
+    """Whether a regular file of `size` bytes is stored at `path` (never one a link names)."""
     try:
-        return os.stat(path).st_size == size
+        info = os.lstat(path)
     except OSError:
         return False
+    return stat.S_ISREG(info.st_mode) and info.st_size == size

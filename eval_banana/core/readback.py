@@ -49,13 +49,25 @@ def file_kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
-def open_regular(path: str | os.PathLike[str]) -> int:
+def open_regular(path: str | os.PathLike[str], *, follow_links: bool = True) -> int:
     """A read-only descriptor of `path` when it is a regular file; NotRegularFile otherwise.
 
     Opened without blocking (a FIFO with no writer opens at once) and checked on the open
-    descriptor, so nothing can swap the file between the check and the read.
+    descriptor, so nothing can swap the file between the check and the read. `follow_links`
+    False: a symbolic link at `path` is no regular file either (a cache's stored file must be
+    the cache's own, never one outside it a link names).
     """
-    fd = os.open(path, _OPEN_FLAGS)
+    if follow_links:
+        fd = os.open(path, _OPEN_FLAGS)
+    else:
+        try:
+            fd = os.open(path, _OPEN_FLAGS | os.O_NOFOLLOW)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            raise NotRegularFile(
+                errno.ELOOP, "not a regular file (a symbolic link)", str(path)
+            ) from None
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):

@@ -239,6 +239,34 @@ def test_a_damaged_stored_result_text_is_written_afresh_and_dropped(standard: Pr
     assert not blob.exists() or hashlib.sha256(blob.read_bytes()).hexdigest() == blob.name
 
 
+def test_a_stored_file_replaced_by_a_link_is_damaged_never_brought_into_a_run(
+    standard: Project, tmp_path: Path
+) -> None:
+    """A blob that is a symbolic link to a file outside the cache, with the same content, is
+    no file of the cache: neither a reuse nor a replay links or copies it into a run folder."""
+    standard.run()
+    standard.run()  # every verdict reused: the run is kept for replaying too
+    store = CacheStore(folder=standard.cache_dir, max_bytes=1 << 30)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    for blob in sorted((standard.cache_dir / "blobs").rglob("*")):
+        if blob.is_file() and not blob.is_symlink():
+            moved = outside / blob.name
+            moved.write_bytes(blob.read_bytes())
+            blob.unlink()
+            blob.symlink_to(moved)
+    linked = {path.stat().st_ino for path in outside.iterdir()}
+    for _ in range(2):
+        report = standard.run()
+        run_dir = Path(report["output_dir"])
+        brought = [path for path in run_dir.rglob("*") if not path.is_dir()]
+        assert [path for path in brought if path.is_symlink()] == []
+        assert [path for path in brought if path.stat().st_ino in linked] == []
+    entry = json.loads(entry_for(standard, "w").read_text())
+    blob = store.blob_path(sha256=entry["result_file"]["sha256"])
+    assert not blob.is_symlink()
+
+
 def _plan(run_dir: Path) -> list[dict[str, Any]]:
     checks: list[dict[str, Any]] = json.loads((run_dir / "stages" / "plan.json").read_text())[
         "checks"
