@@ -12,15 +12,20 @@ written to for long (`stale_before`), on either tier.
 from __future__ import annotations
 
 import os
+import stat
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
+from eval_banana.cache.entry import entry_problem
 from eval_banana.cache.eviction import blobs_named, least_recently_used_over, own_files
+from eval_banana.cache.places import hex_of
+from eval_banana.cache.replay_entry import replay_problem
 from eval_banana.cache.store import CacheStore, _stats
 from eval_banana.core.files import is_temp_file, sha256_and_size
 from eval_banana.core.mac import SECRET_NAME
+from eval_banana.core.readback import file_kind
 from eval_banana.core.turns import LOCK_NAME
 from eval_banana.models.cacheops import DamagedBlob, HitRate, LocalTierStats
 
@@ -55,11 +60,13 @@ def stale_before(*, now: float, remote_timeout_seconds: float) -> float:
 
 
 def stored_files(*, folder: Path, part: str) -> list[StoredFile]:
-    """The finished files of one part of the cache folder (a write under way is hidden)."""
+    """The finished files of one part of the cache folder (a write under way is hidden), never
+    followed through a link: a symbolic link (or anything else) in a file's place is no entry
+    or blob, and counts for nothing of the folder's size."""
     return [
         StoredFile(path=Path(path), size=info.st_size, modified=info.st_mtime)
         for path, info in _stats(folder / part)
-        if not os.path.basename(path).startswith(".")
+        if not os.path.basename(path).startswith(".") and stat.S_ISREG(info.st_mode)
     ]
 
 
@@ -198,12 +205,28 @@ def blob_damage(*, name: str, digest: str | None, problem: str | None) -> str | 
     return None
 
 
-def verify_local(*, folder: Path) -> tuple[int, list[DamagedBlob]]:
-    """Re-hash every local blob: (how many, the damaged ones)."""
-    damaged: list[DamagedBlob] = []
-    checked = 0
+class VerifiedLocal(NamedTuple):
+    """What `eb cache verify` checked in the local folder, and what it found damaged."""
+
+    blobs: int
+    entries: int
+    kept_runs: int
+    damaged: list[DamagedBlob]
+
+
+def verify_local(*, folder: Path) -> VerifiedLocal:
+    """Re-hash every local blob and read every entry and kept run as a run reads them; what
+    is in their places and is no regular file (a symbolic link) is damaged too."""
+    damaged = [
+        DamagedBlob(tier="local", kind=_KINDS[part], name=os.path.basename(path), problem=why)
+        for part in _PARTS
+        for path, info in _stats(folder / part)
+        if not is_temp_file(os.path.basename(path))
+        and (why := _not_a_file(mode=info.st_mode)) is not None
+    ]
+    blobs = 0
     for item in _blob_files(folder=folder):
-        checked += 1
+        blobs += 1
         digest: str | None = None
         problem: str | None = None
         try:
@@ -213,7 +236,51 @@ def verify_local(*, folder: Path) -> tuple[int, list[DamagedBlob]]:
         why = blob_damage(name=item.path.name, digest=digest, problem=problem)
         if why is not None:
             damaged.append(DamagedBlob(tier="local", name=item.path.name, problem=why))
-    return checked, damaged
+    store = CacheStore(folder=folder, max_bytes=0)
+    counts = {}
+    for part in ("entries", "runs"):
+        documents = sorted(stored_files(folder=folder, part=part))
+        counts[part] = len(documents)
+        for item in documents:
+            why = _document_damage(store=store, path=item.path, kept_run=part == "runs")
+            if why is not None:
+                damaged.append(
+                    DamagedBlob(tier="local", kind=_KINDS[part], name=item.path.name, problem=why)
+                )
+    return VerifiedLocal(
+        blobs=blobs, entries=counts["entries"], kept_runs=counts["runs"], damaged=damaged
+    )
+
+
+_KINDS: dict[str, Literal["blob", "entry", "kept_run"]] = {
+    "entries": "entry",
+    "blobs": "blob",
+    "runs": "kept_run",
+}
+
+
+def _not_a_file(*, mode: int) -> str | None:
+    """Why what stands in a stored file's place is none (a run never reads it), or None."""
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None  # a folder there is told when something is stored in its place
+    if stat.S_ISLNK(mode):
+        return "is a symbolic link, not a file of the cache"
+    return f"is {file_kind(mode)}, not a file of the cache"
+
+
+def _document_damage(*, store: CacheStore, path: Path, kept_run: bool) -> str | None:
+    """Why a stored entry or kept run would not be used by a run (its MAC, its JSON, its
+    schema, the key its name says), or None."""
+    found = store.read_at(path=str(path))
+    if found.problem is not None:
+        return found.problem
+    document = found.document
+    problem = replay_problem(document) if kept_run else entry_problem(document)
+    if problem is not None:
+        return problem
+    if hex_of(document["key"]) != path.stem:
+        return "belongs to another key (a foreign entry)"
+    return None
 
 
 def _blob_files(*, folder: Path) -> Iterator[StoredFile]:

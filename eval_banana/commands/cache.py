@@ -351,7 +351,8 @@ def _verify(*, config: ConfigDoc, folder: Path, remote: bool, as_json: bool) -> 
     from eval_banana.cache.remoteops import RemoteVerified
     from eval_banana.models.cacheops import CacheVerifyDoc
 
-    local_count, damaged = verify_local(folder=folder)
+    local = verify_local(folder=folder)
+    damaged = local.damaged
     remote_url: str | None = None
     found = RemoteVerified(blobs=0, entries=0, inline=0, damaged=[])
     requests = 0
@@ -365,7 +366,9 @@ def _verify(*, config: ConfigDoc, folder: Path, remote: bool, as_json: bool) -> 
         damaged = [*damaged, *found.damaged]
     doc = CacheVerifyDoc(
         local_folder=str(folder),
-        local_blobs=local_count,
+        local_blobs=local.blobs,
+        local_entries=local.entries,
+        local_kept_runs=local.kept_runs,
         remote=remote_url,
         remote_blobs=found.blobs,
         remote_entries=found.entries,
@@ -387,13 +390,15 @@ def _verify(*, config: ConfigDoc, folder: Path, remote: bool, as_json: bool) -> 
             else ""
         )
         print(
-            f"Verified {plural(count=local_count, noun='blob')} in {folder}{where}: "
+            f"Verified {plural(count=local.blobs, noun='blob')}, {_entries(local.entries)} "
+            f"and {plural(count=local.kept_runs, noun='kept run')} in {folder}{where}: "
             f"{len(damaged)} damaged."
         )
         # A shared cache's object names (and the problems that quote them) are whatever its
         # writers made them: each on its line, never a line (a `::` workflow command) of its own.
         for item in damaged:
-            print(f"  damaged ({item.tier}) {visible(item.name)}: {visible(item.problem)}")
+            kind = "" if item.kind == "blob" else f" {item.kind.replace('_', ' ')}"
+            print(f"  damaged ({item.tier}){kind} {visible(item.name)}: {visible(item.problem)}")
     return 0 if doc.ok else 1
 
 

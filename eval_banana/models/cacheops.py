@@ -92,14 +92,21 @@ class CacheStatsDoc(Record):
 
 
 class DamagedBlob(Record):
-    """A stored file whose content no longer has the digest it is named by."""
+    """A stored file whose content no longer has the digest it is named by, or a local entry
+    or kept run a run would not use (its MAC, its JSON, its schema, its key)."""
 
     model_config = {"extra": "forbid"}
 
     tier: Literal["local", "remote"]
+    kind: Literal["blob", "entry", "kept_run"] = Field(
+        default="blob",
+        description="blob: a stored file (or a file carried inline in a remote entry); entry: "
+        "a local verdict entry (entries/); kept_run: a local kept run (runs/).",
+    )
     name: str = Field(
         description="The file's name: the SHA-256 (hex) its content must have (for a remote "
-        "entry that cannot be read, the entry's name)."
+        "entry that cannot be read, the entry's name; for a local entry or kept run, its "
+        "file's name, the key's hex and .json)."
     )
     entry: str | None = Field(
         default=None,
@@ -110,7 +117,8 @@ class DamagedBlob(Record):
 
 
 class CacheVerifyDoc(Record):
-    """`eb cache verify --json`: every blob re-hashed, and the damaged ones."""
+    """`eb cache verify --json`: every blob re-hashed, every local entry and kept run read as
+    a run reads them, and the damaged ones."""
 
     model_config = {"extra": "forbid", "populate_by_name": True}
 
@@ -118,6 +126,12 @@ class CacheVerifyDoc(Record):
     schema_version: Literal[1] = 1
     local_folder: str = Field(description="The cache folder checked.")
     local_blobs: int = Field(ge=0, description="Local blobs re-hashed.")
+    local_entries: int = Field(
+        default=0, ge=0, description="Local verdict entries read as a run reads them."
+    )
+    local_kept_runs: int = Field(
+        default=0, ge=0, description="Local kept runs read as a replay reads them."
+    )
     remote: str | None = Field(default=None, description="The shared cache checked, or null.")
     remote_blobs: int = Field(default=0, ge=0, description="Remote blobs fetched and re-hashed.")
     remote_entries: int = Field(

@@ -6,9 +6,15 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
+
+import jsonschema
 
 from eval_banana.cache.operations import local_stats, prune_local, verify_local
 from eval_banana.cache.store import CacheStore
+from tests.cache.rig import Project
+
+SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 
 NOW = time.time()
 
@@ -56,13 +62,16 @@ def test_prune_by_age_and_verify_of_a_damaged_blob(tmp_path: Path) -> None:
     assert (done.entries, done.blobs) == (1, 1)
     assert local_stats(folder=store.folder).entries == 1 and kept.exists()
 
-    checked, damaged = verify_local(folder=store.folder)
-    assert (checked, damaged) == (1, [])
+    # These entries are no run's (no schema a run accepts): verify says so, and of the blobs.
+    found = verify_local(folder=store.folder)
+    assert (found.blobs, found.entries) == (1, 1)
+    assert [item.kind for item in found.damaged] == ["entry"]
     (blob,) = (store.folder / "blobs").glob("*/*")
     blob.chmod(0o644)
     blob.write_bytes(b"c" * 100)
-    checked, damaged = verify_local(folder=store.folder)
-    assert checked == 1 and [item.name for item in damaged] == [blob.name]
+    found = verify_local(folder=store.folder)
+    damaged = [item for item in found.damaged if item.kind == "blob"]
+    assert found.blobs == 1 and [item.name for item in damaged] == [blob.name]
     assert "another digest" in damaged[0].problem
 
 
@@ -138,3 +147,58 @@ def test_prune_leaves_a_file_of_another_name_in_the_cache_s_folders(tmp_path: Pa
     done = prune_local(store=store, older_than_days=None, max_bytes=0, now=NOW, stale_before=NOW)
     assert (done.entries, done.blobs) == (1, 1)
     assert all(path.read_text() == "the user's\n" for path in strays)
+
+
+def _cache(project: Project, *args: str, expect: int = 0) -> Any:
+    result = project.eb("cache", *args, "--cwd", str(project.root))
+    assert result.exit_code == expect, result.stdout + result.stderr
+    return result
+
+
+def _verified(project: Project, *, expect: int) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(_cache(project, "verify", "--json", expect=expect).stdout)
+    schema = json.loads((SCHEMAS / "cache-verify.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(document)
+    return document
+
+
+def test_verify_reads_every_entry_and_kept_run_as_a_run_does(standard: Project) -> None:
+    """A truncated entry was "0 damaged": verify re-hashed the blobs only."""
+    standard.run()
+    standard.run()  # every verdict reused: the run is kept too
+    entries = sorted((standard.cache_dir / "entries").glob("*/*.json"))
+    sound = _verified(standard, expect=0)
+    assert sound["ok"] and sound["damaged"] == []
+    assert (sound["local_entries"], sound["local_kept_runs"]) == (len(entries), 1)
+    truncated = entries[0]
+    truncated.write_bytes(truncated.read_bytes()[:50])
+    found = _verified(standard, expect=1)
+    assert not found["ok"]
+    assert [(d["kind"], d["name"]) for d in found["damaged"]] == [("entry", truncated.name)]
+    human = _cache(standard, "verify", expect=1).stdout
+    assert f"{len(entries)} entries and 1 kept run" in human and "1 damaged" in human
+    assert f"damaged (local) entry {truncated.name}: " in human
+
+
+def test_a_link_in_the_cache_is_no_entry_or_blob_for_stats_and_damaged_for_verify(
+    standard: Project, tmp_path: Path
+) -> None:
+    """A symbolic link placed in entries/ counted as an entry (and in blobs/ as a blob)."""
+    standard.run()
+    before = json.loads(_cache(standard, "stats", "--json").stdout)["local"]
+    outside = tmp_path / "outside.bin"
+    outside.write_bytes(os.urandom(1 << 20))
+    links = {
+        "entry": standard.cache_dir / "entries" / "00" / f"{'0' * 64}.json",
+        "blob": standard.cache_dir / "blobs" / "00" / ("0" * 64),
+    }
+    for link in links.values():
+        link.parent.mkdir(exist_ok=True)
+        link.symlink_to(outside)
+    after = json.loads(_cache(standard, "stats", "--json").stdout)["local"]
+    assert after == before
+    found = _verified(standard, expect=1)
+    assert {(d["kind"], d["name"]) for d in found["damaged"]} == {
+        (kind, link.name) for kind, link in links.items()
+    }
+    assert all("symbolic link" in d["problem"] for d in found["damaged"])
