@@ -275,7 +275,8 @@ def settings_against_sources(*, config: ConfigDoc) -> tuple[str, str] | None:
     but config.json."""
     table = _unchanged_file_table(config=config)
     path = Path(config.config_file) if config.config_file is not None else None
-    recorded = config.settings.model_dump()
+    # Masked again, should `config` not come from a stage file: masking a masked URL keeps it.
+    recorded = masked_settings(settings=config.settings).model_dump()
     expected = config.settings.model_dump()
     compared: list[SettingSpec] = []
     for spec in SETTINGS:
@@ -295,7 +296,9 @@ def settings_against_sources(*, config: ConfigDoc) -> tuple[str, str] | None:
             continue
         expected[spec.section][spec.key] = value
         compared.append(spec)
-    resolved_now = Settings.model_validate(expected).model_dump()
+    # Compared as config.json records them: masked where it masks (its secrets were never
+    # written), so no message here ever shows what the file holds unmasked.
+    resolved_now = masked_settings(settings=Settings.model_validate(expected)).model_dump()
     for spec in compared:
         if resolved_now[spec.section][spec.key] != recorded[spec.section][spec.key]:
             given = (
@@ -475,11 +478,20 @@ def write_config_stage(*, run_dir: Path, doc: ConfigDoc) -> str:
 
 
 def _as_written(doc: ConfigDoc) -> ConfigDoc:
-    """`doc` with the shared cache's URL and its S3 endpoint masked: a presigned endpoint's
-    query (`X-Amz-Signature=...`) is as secret as the URL's password."""
-    cache = doc.settings.cache
-    if not cache.remote and not cache.remote_endpoint:
+    """`doc` with the settings a stage file records masked (`masked_settings`)."""
+    settings = masked_settings(settings=doc.settings)
+    if settings is doc.settings:
         return doc
+    return doc.model_copy(update={"settings": settings})
+
+
+def masked_settings(*, settings: Settings) -> Settings:
+    """`settings` with the shared cache's URL and its S3 endpoint masked, as config.json
+    records them: a presigned endpoint's query (`X-Amz-Signature=...`) is as secret as the
+    URL's password. `settings` itself when nothing in it is masked."""
+    cache = settings.cache
+    if not cache.remote and not cache.remote_endpoint:
+        return settings
     from eval_banana.core.secreturl import shown_url
 
     masked = {
@@ -488,6 +500,5 @@ def _as_written(doc: ConfigDoc) -> ConfigDoc:
         if value and shown_url(value) != value
     }
     if not masked:
-        return doc
-    settings = doc.settings.model_copy(update={"cache": cache.model_copy(update=masked)})
-    return doc.model_copy(update={"settings": settings})
+        return settings
+    return settings.model_copy(update={"cache": cache.model_copy(update=masked)})
