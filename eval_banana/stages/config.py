@@ -370,10 +370,13 @@ def _unused_remote(
         name="cache.mode", sources=sources, config_file=str(path) if path is not None else None
     )
     other = "" if mode.source == "cli" else " (or pass --cache on)"
+    from eval_banana.core.secreturl import shown_url
+
+    # Masked: the warning is printed, and written into config.json.
     return [
         ProblemModel(
-            message=f"The shared cache {cache.remote} ({given}) is not used: the verdict cache "
-            f"is off ({mode.given(cache.mode)})",
+            message=f"The shared cache {shown_url(cache.remote)} ({given}) is not used: the "
+            f"verdict cache is off ({mode.given(cache.mode)})",
             file=mode.file if mode.source != "default" else mode.config_file,
             field_path="cache.mode",
             hint=f"{mode.to_set('on')}{other} to use it",

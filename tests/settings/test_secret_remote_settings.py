@@ -69,3 +69,17 @@ def test_a_masked_setting_in_config_json_is_what_the_config_file_gives(
     for later in (status, updated, reported):
         assert secret not in later.stdout + later.stderr
     assert "***" in _stage_files_text(root)
+
+
+@pytest.mark.parametrize(("cache_lines", "secret"), SECRET_SETTINGS[:2])
+def test_an_unused_shared_cache_is_told_with_its_secret_masked(
+    project: Callable[..., Path], cache_lines: str, secret: str
+) -> None:
+    root = _secret_project(project, cache_lines=cache_lines)
+    done = eb_process(root, "run", env=_environ())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "is not used: the verdict cache is off" in done.stderr
+    assert "***" in done.stderr
+    assert secret not in done.stdout + done.stderr
+    # The warning is also written into config.json.
+    assert secret not in _stage_files_text(root)
