@@ -13,14 +13,15 @@ import hashlib
 import json
 
 from eval_banana.models.repeats import is_flaky
-from eval_banana.models.result import NOT_RUN, CheckResult
+from eval_banana.models.result import NOT_RUN, STOPPED, CheckResult
 
 
 def verdict_digest(result: CheckResult) -> str:
-    """`sha256:<hex>` of the fields a verdict is read from (its check, status, observed status,
-    score, exit code, expectation, family, and whether its samples disagreed or it never ran):
+    """`sha256:<hex>` of the fields the score stage reads a verdict or a family's gate from
+    (its check, status, observed status, score, exit code, expectation, family, whether its
+    samples disagreed, whether it never ran, and whether the run's stop ended it part-way):
     compact JSON of a fixed list, cheap enough for every result of a large run."""
-    fields = [
+    fields: list[object] = [
         result.check_id,
         result.status,
         result.observed_status,
@@ -31,6 +32,10 @@ def verdict_digest(result: CheckResult) -> str:
         is_flaky(result.details),
         result.details.get(NOT_RUN) is True,
     ]
+    if result.details.get(STOPPED) is True:
+        # A family's gate counts such a case not run. Appended only when set: every other
+        # result's digest is the one an execute.json recorded before `stopped` was digested.
+        fields.append("stopped")
     text = json.dumps(fields, separators=(",", ":"))
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 

@@ -282,3 +282,44 @@ def test_an_execute_json_without_verdict_digests_is_still_read(tmp_path: Path) -
     _edit(run_dir, "execute.json", lambda document: document.pop("verdict_digests"))
     assert _state(_rows(root, run_dir)["execute"]) == "ok"
     assert _eb("update", "--run-dir", str(run_dir), cwd=root).returncode == 1
+
+
+FAMILY_CHECK = """\
+schema_version: 1
+id: fam
+type: deterministic
+description: case {{ case.id }}
+min_pass_rate: 0.9
+cases:
+  - {id: a, code: "0"}
+  - {id: b, code: "0"}
+  - {id: c, code: "0"}
+  - {id: d, code: "1"}
+script: |
+  import json, sys
+  from pathlib import Path
+  ctx = json.loads(Path(sys.argv[1]).read_text())
+  sys.exit(1 if ctx["description"].endswith(" d") else 0)
+"""
+
+
+def test_a_family_case_marked_stopped_by_hand_is_invalid(tmp_path: Path) -> None:
+    """A family's gate counts a case the run's stop ended part-way as not run, so `stopped` is
+    part of the verdict execute.json recorded, as its status is."""
+    root = _project(tmp_path / "p", checks={})
+    (root / "eval_checks" / "fam.yaml").write_text(FAMILY_CHECK)
+    assert _eb("run", cwd=root).returncode == 1
+    run_dir = _run_dir(root)
+
+    def stopped(document: dict[str, Any]) -> None:
+        (result,) = [r for r in document["results"] if r["status"] != "passed"]
+        assert result["family"] == "fam", result
+        result["details"]["stopped"] = True
+
+    _edit(run_dir, "execute.json", stopped)
+    rows = _rows(root, run_dir)
+    assert _state(rows["execute"]) == "invalid", rows["execute"]
+    assert "verdict_digests" in rows["execute"]
+    updated = _eb("update", "--run-dir", str(run_dir), cwd=root)
+    assert updated.returncode == 1, updated.stdout + updated.stderr
+    assert all(_state(row) == "ok" for row in _rows(root, run_dir).values())
