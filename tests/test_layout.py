@@ -127,3 +127,28 @@ def test_the_architecture_page_names_every_package() -> None:
     units = sorted({_unit(m) for m in _modules()} - TOP_MODULES)
     assert [unit for unit in units if f"`{unit}/`" not in page] == []
     assert all(f"`{unit}`" in page for unit in units), "the layer table lists every package"
+
+
+def _always_false(node: ast.AST) -> bool:
+    """A function of no arguments whose body only returns False (after any docstring)."""
+    if not isinstance(node, ast.FunctionDef) or node.args.args or node.args.kwonlyargs:
+        return False
+    body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+    return (
+        len(body) == 1
+        and isinstance(body[0], ast.Return)
+        and isinstance(body[0].value, ast.Constant)
+        and body[0].value.value is False
+    )
+
+
+def test_the_stop_that_never_asks_is_defined_once() -> None:
+    """The default `stop` of a wait is `core.files.never_stop`, imported where it is used: a copy
+    per module would be one more thing to keep alike."""
+    found = [
+        f"{module}.{node.name}"
+        for module, path in _modules().items()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if _always_false(node)
+    ]
+    assert found == ["eval_banana.core.files.never_stop"], found

@@ -131,7 +131,8 @@ def copy_file_atomic(*, source: str, target: str, temp_folder: str | None = None
         raise
 
 
-def _never() -> bool:
+def never_stop() -> bool:
+    """The `stop` of a caller that has no way to be stopped: a wait with it waits for good."""
     return False
 
 
@@ -145,7 +146,7 @@ def write_named_file(
     path: Path,
     data: bytes,
     fix: str | None = None,
-    stop: Callable[[], bool] = _never,
+    stop: Callable[[], bool] = never_stop,
     opened: int | None = None,
 ) -> None:
     """Write a report to the path a user named (`--junit-xml`, `--result-out`): a regular file,
@@ -205,7 +206,7 @@ def write_named_file(
         _replace_named(named=named, link=link, data=data, fix=fix)
 
 
-def open_into(*, path: Path, stop: Callable[[], bool] = _never) -> int | None:
+def open_into(*, path: Path, stop: Callable[[], bool] = never_stop) -> int | None:
     """The descriptor a report is written into at `path` (`write_named_file(opened=...)`):
     the character device or FIFO there (a link followed), opened once a FIFO has a reader;
     None where the report is a file replaced whole or eb's own stdout or stderr. The wait for

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from eval_banana.core import forked
 from eval_banana.core.errors import LinkLoopError, Problem, WriteFault, problem_of
-from eval_banana.core.files import clear_stale_file
+from eval_banana.core.files import clear_stale_file, never_stop
 from eval_banana.core.record import Field, Record
 from eval_banana.models.stages import ConfigDoc, ReportFault
 from eval_banana.settings.folders import STEP_SUMMARY_ENV, junit_file, summary_loop
@@ -395,7 +395,7 @@ def write_extra_reports(
                 report_md=_summary_text(extras=extras),
                 environ=extras.environ,
                 opened=opened,
-                stop=extras.stop if extras.stop is not None else _never,
+                stop=extras.stop if extras.stop is not None else never_stop,
             )
     except OSError as exc:
         # A copy of report.md for the job's page, not a report CI reads: a container step can
@@ -439,7 +439,7 @@ def await_result_reader(*, extras: ReportExtras) -> None:
         return
     from eval_banana.core.files import open_into
 
-    stop = extras.stop if extras.stop is not None else _never
+    stop = extras.stop if extras.stop is not None else never_stop
     # Stopped: the stopped run's document is tried once more, waiting for nothing.
     with contextlib.suppress(OSError):
         extras.result_opened = open_into(path=extras.result_path, stop=stop)
@@ -453,10 +453,6 @@ def close_result_reader(*, extras: ReportExtras) -> None:
         extras.result_opened = None
 
 
-def _never() -> bool:
-    return False
-
-
 @contextlib.contextmanager
 def _opened_into(*, extras: ReportExtras, path: Path | None) -> Iterator[int | None]:
     """The FIFO or device at `path` opened once it has a reader (`open_into`; a signal ends
@@ -466,7 +462,7 @@ def _opened_into(*, extras: ReportExtras, path: Path | None) -> Iterator[int | N
         return
     from eval_banana.core.files import open_into
 
-    fd = open_into(path=path, stop=extras.stop if extras.stop is not None else _never)
+    fd = open_into(path=path, stop=extras.stop if extras.stop is not None else never_stop)
     try:
         yield fd
     finally:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from eval_banana.core.errors import Located, Problem, RunAborted
-from eval_banana.core.files import write_into
+from eval_banana.core.files import never_stop, write_into
 from eval_banana.core.words import visible_lines
 from eval_banana.reporting.common import (
     check_place,
@@ -68,10 +68,6 @@ def _bounded_markdown(*, report_md: str, room: int) -> str:
     return head + _CUT_NOTE if head else ""
 
 
-def _never() -> bool:
-    return False
-
-
 def _summary_size(path: Path) -> int:
     try:
         return path.stat().st_size
@@ -100,7 +96,7 @@ def append_step_summary(
     environ: Mapping[str, str],
     limit_bytes: int = SUMMARY_LIMIT_BYTES,
     opened: int | None = None,
-    stop: Callable[[], bool] = _never,
+    stop: Callable[[], bool] = never_stop,
 ) -> bool:
     """Append the Markdown report to `$GITHUB_STEP_SUMMARY` when it is set, cut so that the
     whole file stays within `limit_bytes` (or, with no room for any of it, a line saying where

@@ -16,7 +16,7 @@ from typing import Any
 
 from eval_banana.core.caseid import family_of
 from eval_banana.core.errors import Located
-from eval_banana.core.files import write_named_file
+from eval_banana.core.files import never_stop, write_named_file
 from eval_banana.models.repeats import is_flaky
 from eval_banana.reporting.common import (
     Check,
@@ -322,10 +322,6 @@ def junit_tree(
     return root
 
 
-def _never() -> bool:
-    return False
-
-
 def write_junit(
     *,
     report: dict[str, Any],
@@ -350,7 +346,7 @@ def write_junit(
             data=data,
             fix=JUNIT_WRITE_FIX,
             opened=opened,
-            stop=stop if stop is not None else _never,
+            stop=stop if stop is not None else never_stop,
         )
     except OSError as exc:
         if exc.errno != errno.ELOOP:

@@ -28,6 +28,7 @@ import subprocess
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+from eval_banana.core.files import never_stop
 from eval_banana.core.log import Logger
 from eval_banana.core.realpaths import real_path
 from eval_banana.isolation.watchturn import project_roots_around, reports_turn
@@ -66,12 +67,8 @@ def writing_into_project(
             shown,
         )
 
-    with reports_turn(roots=roots, waits=waits, stop=stop if stop is not None else _never):
+    with reports_turn(roots=roots, waits=waits, stop=stop if stop is not None else never_stop):
         yield
-
-
-def _never() -> bool:
-    return False
 
 
 def _outermost(folder: Path) -> tuple[int, str]:

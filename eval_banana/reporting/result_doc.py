@@ -24,7 +24,13 @@ from eval_banana.core.errors import (
     UsageError,
     WriteFault,
 )
-from eval_banana.core.files import LOOP_FIX, link_loop, never_written, write_named_file
+from eval_banana.core.files import (
+    LOOP_FIX,
+    link_loop,
+    never_stop,
+    never_written,
+    write_named_file,
+)
 from eval_banana.core.realpaths import real_path
 from eval_banana.core.version import DISTRIBUTION
 from eval_banana.reporttext.markdown import ended_after_report
@@ -204,10 +210,6 @@ def render_result(*, document: dict[str, Any], report_md: str | None, fmt: str) 
     return "\n".join(parts)
 
 
-def _never() -> bool:
-    return False
-
-
 def write_result(
     *,
     path: Path,
@@ -224,7 +226,7 @@ def write_result(
             path=path,
             data=text.encode("utf-8"),
             opened=opened,
-            stop=stop if stop is not None else _never,
+            stop=stop if stop is not None else never_stop,
         )
     except OSError as exc:
         if exc.errno != errno.ELOOP:
