@@ -13,14 +13,17 @@ import json
 import os
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.forking import default_sigint
 from tests.gitrepo import init_repo
 from tests.processes import eb_process
 
@@ -821,3 +824,54 @@ def test_the_junit_file_a_later_run_replaces_leaves_the_earlier_runs_report_stag
     for run in sorted((root / ".eval-banana" / "results").iterdir()):
         status = eb_process(root, "status", "--run-dir", str(run))
         assert "report    stages/report.json     ok" in status.stdout, status.stdout
+
+
+def test_a_junit_file_written_when_an_interrupted_runs_reports_are_written_again_is_no_fault(
+    tmp_path: Path,
+) -> None:
+    # The fault of the first pass (a full disk refused the JUnit file) outlived the pass that
+    # wrote the file: the JUnit file told the fault about itself, and eb ended with that
+    # "Cannot write" line rather than the interrupt, while stages/report.json recorded none.
+    root = _passing_project(tmp_path / "proj")
+    reports = tmp_path / "reports"
+    junit = reports / "junit.xml"
+    fifo = tmp_path / "result.fifo"
+    os.mkfifo(fifo)
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("EVAL_BANANA_")}
+    environ.pop("GITHUB_STEP_SUMMARY", None)
+    command = [sys.executable, "-m", "eval_banana", "run", "--no-html", "--cwd", str(root)]
+    with _small_disk(reports, size="64k"):
+        _fill(reports)
+        # --result-out's FIFO holds the run after its reports, until the signal.
+        run = subprocess.Popen(
+            [*command, "--junit-xml", str(junit), "--result-out", str(fifo)],
+            env=environ,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=default_sigint,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while not list((root / ".eval-banana" / "results").glob("*/stages/report.json")):
+                assert time.monotonic() < deadline, "eb wrote no stages/report.json"
+                assert run.poll() is None, run.communicate()
+                time.sleep(0.02)
+            time.sleep(0.5)  # well into its wait for the FIFO's reader
+            assert run.poll() is None, run.communicate()
+            (reports / "filler").unlink()  # room again, for the reports written again
+            run.send_signal(signal.SIGINT)
+            stdout, stderr = run.communicate(timeout=30)
+        finally:
+            if run.poll() is None:
+                run.kill()
+                run.wait()
+        written = junit.read_text()
+    assert run.returncode == 3, stdout + stderr
+    assert "Run aborted (interrupt" in stderr, stderr
+    assert "Cannot write " + str(junit) not in stderr, stderr
+    assert "No space left" not in written and "Run aborted (interrupt" in written, written
+    assert '<property name="aborted_by" value="interrupt" />' in written, written
+    (run_dir,) = (root / ".eval-banana" / "results").iterdir()
+    stage = json.loads((run_dir / "stages" / "report.json").read_text())
+    assert stage["report_faults"] == [], stage

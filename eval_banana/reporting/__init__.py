@@ -115,9 +115,11 @@ class ReportExtras(Record):
     def begin_reports(self) -> None:
         """Ready for the report stage to write report.html and the JUnit file: a stage
         written again (the run interrupted while its reports were written) writes them again,
-        and records the new page's digest and faults."""
+        and records the new page's digest and faults. The run's fault goes with them: a report
+        the first pass could not write and this one writes is no fault of the run's (its JUnit
+        file would tell it, and the run end with it, while stages/report.json records none)."""
         self.page_finished, self.junit_finished = False, False
-        self.page_digest, self.faults = None, []
+        self.page_digest, self.faults, self.fault = None, [], None
 
     def tell_faults(self, *, warn: Callable[..., None]) -> None:
         """Warn of each output that could not be written (`warn(message, hint=...)`, as
