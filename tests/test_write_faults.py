@@ -791,15 +791,20 @@ def test_a_report_md_eb_stage_report_cannot_rewrite_is_recorded_for_eb_update(
     finally:
         subprocess.run(["chattr", "-i", str(markdown)], check=False)
     assert "Passed: yes" in done.stdout, done.stdout  # the verdict is still shown
+    # The earlier report.md stays, with the verdict it drew: the line says so, as the JUnit
+    # file's does (it said nothing, while the docs said the earlier report.md was removed).
+    kept = (
+        "Operation not permitted; the earlier file there could not be removed or emptied "
+        "either (Operation not permitted), and it is not this run's: remove it"
+    )
     assert _lines_besides_progress(done) == [
-        f"Cannot write {markdown}: Operation not permitted; the run is aborted"
+        f"Cannot write {markdown}: {kept}; the run is aborted"
     ], done.stderr
     # The other reports are still written; the JUnit file tells why the command failed.
     assert (run / "report.html").is_file()
     assert "report.md: Operation not permitted" in junit.read_text()
     assert _report_stage_line(root) == (
-        "report    stages/report.json     stale  (report.md could not be written "
-        "(Operation not permitted))"
+        f"report    stages/report.json     stale  (report.md could not be written ({kept}))"
     )
     update = eb_process(root, "update")
     assert update.returncode == 0, update.stdout + update.stderr

@@ -278,10 +278,7 @@ def _replace_named(*, named: Path, link: bool, data: bytes, fix: str | None) -> 
     try:
         write_bytes_atomic(path=named, data=data)
     except WriteFault as fault:
-        earlier = clear_stale_file(path=named, keep_name=link)
-        if isinstance(fault, ResourceFault):  # told as what eb was doing, with its own fix
-            raise
-        raise WriteFault(path=fault.path, cause=fault.cause + earlier.told(), hint=fix) from None
+        raise fault_clearing_earlier(fault=fault, path=named, keep_name=link, fix=fix) from None
 
 
 class StaleFile(NamedTuple):
@@ -301,6 +298,19 @@ class StaleFile(NamedTuple):
                 f"({self.cause}), and it is not this run's: remove it"
             )
         return f"; the earlier file there was {self.state}, so it is not read as this run's"
+
+
+def fault_clearing_earlier(
+    *, fault: WriteFault, path: Path, keep_name: bool = False, fix: str | None = None
+) -> WriteFault:
+    """`fault`, a report that could not be written at `path`, once the file an earlier run
+    left there is cleared (`clear_stale_file`): told with what became of that file (the one
+    place every report's fault says it), its hint `fix`. A ResourceFault is told as it is:
+    what eb was doing, with its own fix."""
+    earlier = clear_stale_file(path=path, keep_name=keep_name)
+    if isinstance(fault, ResourceFault):
+        return fault
+    return WriteFault(path=fault.path, cause=fault.cause + earlier.told(), hint=fix)
 
 
 def clear_stale_file(*, path: Path, keep_name: bool = False) -> StaleFile:

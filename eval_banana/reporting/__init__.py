@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from eval_banana.core import forked
 from eval_banana.core.errors import LinkLoopError, Problem, WriteFault, problem_of
-from eval_banana.core.files import clear_stale_file, never_stop
+from eval_banana.core.files import fault_clearing_earlier, never_stop
 from eval_banana.core.record import Field, Record
 from eval_banana.models.stages import ConfigDoc, ReportFault
 from eval_banana.settings.folders import STEP_SUMMARY_ENV, junit_file, summary_loop
@@ -228,7 +228,7 @@ def finish_page(
         # (the checks ran); the rest is still written and the verdict still shown.
         if isinstance(exc, WriteFault):
             # An earlier page (`eb stage report`, `eb update`) would show the verdict it drew.
-            clear_stale_file(path=path)
+            exc = fault_clearing_earlier(fault=exc, path=path, fix=exc.hint)
         _note_fault(extras=extras, report="report.html", path=path, exc=exc)
         return None
     extras.written.append(path)

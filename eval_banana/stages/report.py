@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 from eval_banana.core import canonjson
 from eval_banana.core.errors import WriteFault
 from eval_banana.core.files import (
-    clear_stale_file,
+    fault_clearing_earlier,
     sha256_bytes,
     write_bytes_atomic,
     write_json_atomic,
@@ -239,11 +239,11 @@ def write_reports(
 def _write_markdown(*, path: Path, data: bytes) -> WriteFault | None:
     """Write report.md; the fault when it cannot be (a full disk, an immutable file): the run
     goes on to write the other reports and show its verdict, then ends with exit 3. An earlier
-    report.md there (`eb stage report` over a run) is removed: it shows the verdict it drew."""
+    report.md there (`eb stage report` over a run) is removed, as it shows the verdict it drew,
+    and the fault says so, or that it could not be."""
     try:
         with refusing_wrong_place(path=path, stage="report"):
             write_bytes_atomic(path=path, data=data)
     except WriteFault as fault:
-        clear_stale_file(path=path)
-        return fault
+        return fault_clearing_earlier(fault=fault, path=path, fix=fault.hint)
     return None
