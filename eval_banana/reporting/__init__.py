@@ -63,6 +63,10 @@ __all__ = [
 ]
 
 
+# What went wrong with an output whose failure costs only itself (`ReportExtras.warned`).
+WarningKind = Literal["fifo_unread", "summary_loop", "summary_not_appended"]
+
+
 class ReportExtras(Record):
     """What `eb run` asked for beyond report.json/report.md, and what the run produced."""
 
@@ -102,6 +106,9 @@ class ReportExtras(Record):
     # Outputs whose failure costs only themselves (the step summary): warnings to tell, each
     # with its fix when it has one.
     warnings: list[Problem] = Field(default_factory=list)
+    # Which of them were added, by the output's path and the kind of warning: reports written
+    # again (an interrupted run) meet the same output the same way, told once (`_warn_once`).
+    warned: set[tuple[str, WarningKind]] = Field(default_factory=set)
     # Whether the run is stopping (a signal its handler only noted): a report waiting for the
     # project's turn is then written at once (reporting/projectturn.py).
     stop: Callable[[], bool] | None = None
@@ -270,7 +277,12 @@ def finish_junit(
     except InterruptedError:
         # Its FIFO's reader never came before a signal: the run is interrupted, which its
         # reports say once written again (pipeline/finish.py), not a fault of its own.
-        _warn_once(extras=extras, warning=Problem(message=_unread(path=path)))
+        _warn_once(
+            extras=extras,
+            path=path,
+            kind="fifo_unread",
+            warning=Problem(message=_unread(path=path)),
+        )
     except (OSError, WriteFault, LinkLoopError) as exc:
         # As report.html's (`finish_page`): a fault of the run, told after the verdict.
         _note_fault(extras=extras, report="junit_xml", path=path, exc=exc)
@@ -387,8 +399,8 @@ def write_extra_reports(
         stream.flush()
         extras.annotated = True
     summary = extras.environ.get(STEP_SUMMARY_ENV)
+    summary_path = Path(summary) if summary else None
     try:
-        summary_path = Path(summary) if summary else None
         with (
             _opened_into(extras=extras, path=summary_path) as opened,
             _project_turn(extras=extras, path=summary_path),
@@ -402,13 +414,15 @@ def write_extra_reports(
     except OSError as exc:
         # A copy of report.md for the job's page, not a report CI reads: a container step can
         # pass the variable on without the runner's file, and that must not sink the verdict.
+        named = Path(summary or "")
         if exc.errno == errno.ELOOP:  # told in the words of the other reports' refusal
-            extras.warnings.append(
-                problem_of(summary_loop(path=Path(extras.environ[STEP_SUMMARY_ENV])))
-            )
+            warning = problem_of(summary_loop(path=named))
+            _warn_once(extras=extras, path=named, kind="summary_loop", warning=warning)
             return extras
         _warn_once(
             extras=extras,
+            path=named,
+            kind="summary_not_appended",
             warning=Problem(
                 message=f"could not append the report to ${STEP_SUMMARY_ENV} "
                 f"({extras.environ.get(STEP_SUMMARY_ENV)}): {exc.strerror or exc}; "
@@ -425,10 +439,14 @@ def _unread(*, path: Path) -> str:
     )
 
 
-def _warn_once(*, extras: ReportExtras, warning: Problem) -> None:
-    """`warning` added to those told after the summary, unless a pass before it (reports
-    written again for an interrupted run) added it already."""
-    if warning not in extras.warnings:
+def _warn_once(*, extras: ReportExtras, path: Path, kind: WarningKind, warning: Problem) -> None:
+    """`warning` (of `kind`, about the output at `path`) added to those told after the
+    summary, unless a pass before it (reports written again for an interrupted run) added one
+    of that kind about that path already: its words may differ (another errno) for the same
+    trouble, which is told once."""
+    key = (str(path), kind)
+    if key not in extras.warned:
+        extras.warned.add(key)
         extras.warnings.append(warning)
 
 

@@ -109,3 +109,49 @@ def test_a_signal_ends_the_wait_for_a_fifo_reader_and_the_run_is_red_everywhere(
     ]
     assert record["exit_code"] == 3, record
     assert record["passed"] is False, record
+
+
+def test_a_step_summary_warning_is_told_once_when_the_reports_are_written_again(
+    tmp_path: Path,
+) -> None:
+    # The reports of a run interrupted while they were written are written again: the step
+    # summary's link loop was told twice, once per pass (warnings were told once only when
+    # their words matched; this one was not even compared).
+    root = _project(tmp_path / "proj")
+    fifo = tmp_path / "result.fifo"
+    os.mkfifo(fifo)
+    loop = tmp_path / "summary.md"
+    loop.symlink_to(loop)
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("EVAL_BANANA_")}
+    environ["GITHUB_STEP_SUMMARY"] = str(loop)
+    environ["PYTHONPATH"] = str(REPO)
+    run = subprocess.Popen(
+        [sys.executable, "-m", "eval_banana", "run", "--no-html", "--cwd", str(root)]
+        + ["--result-out", str(fifo)],
+        env=environ,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not list((root / ".eval-banana" / "results").glob("*/stages/report.json")):
+            assert time.monotonic() < deadline, "eb wrote no stages/report.json"
+            assert run.poll() is None, run.communicate()
+            time.sleep(0.02)
+        time.sleep(0.5)  # well into its wait for the FIFO's reader
+        assert run.poll() is None, run.communicate()
+        run.send_signal(signal.SIGINT)
+        _, stderr = run.communicate(timeout=10)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert run.returncode == 3, stderr
+    assert "they are written again" in stderr, stderr
+    told = [line for line in stderr.splitlines() if "$GITHUB_STEP_SUMMARY (" in line]
+    assert told == [
+        f"warning: could not append the report to $GITHUB_STEP_SUMMARY ({loop}): it is a "
+        "symbolic link loop; report.md in the run folder holds it"
+    ], stderr
