@@ -657,12 +657,14 @@ def test_a_junit_file_a_full_disk_refuses_leaves_no_green_file_of_an_earlier_run
         assert _lines_besides_progress(done) == [
             f"Cannot write {junit}: No space left on device; the earlier file there was "
             "removed, so it is not read as this run's; the run is aborted",
-            "hint: make room for it (or make it writable), then `eb stage report` writes it again",
+            # The repair `eb status` and docs/rerunning-stages.md name (it named `eb stage
+            # report`, which works too, while `eb status` said `eb update`).
+            "hint: make room for it (or make it writable), then `eb update` writes it again",
         ], done.stderr
         assert not junit.exists(), junit.read_text()
         # Room again: the fix the hint names writes the run's red JUnit file.
         (reports / "filler").unlink()
-        again = eb_process(root, "stage", "report", "--junit-xml", str(junit))
+        again = eb_process(root, "update")
         assert again.returncode == 1, again.stdout + again.stderr
         assert 'failures="1"' in junit.read_text()
 

@@ -42,7 +42,7 @@ VERDICT_CLASSNAME = "eval_banana"
 VERDICT_NAME = "run_verdict"
 # The fix of a JUnit file that could not be written once the checks had run (a full disk, an
 # immutable file): the run's reports are written again from its stage files, no check rerun.
-JUNIT_WRITE_FIX = "make room for it (or make it writable), then `eb stage report` writes it again"
+JUNIT_WRITE_FIX = "make room for it (or make it writable), then `eb update` writes it again"
 # report.json already bounds stdout to 2000 characters; stderr may be longer,
 # and a CI server renders every byte of system-err, so it is bounded here too.
 _STDERR_LIMIT = 8000
