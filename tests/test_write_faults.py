@@ -662,6 +662,27 @@ def test_a_junit_file_a_full_disk_refuses_leaves_no_green_file_of_an_earlier_run
             "hint: make room for it (or make it writable), then `eb update` writes it again",
         ], done.stderr
         assert not junit.exists(), junit.read_text()
+        # The stage file keeps the system's words as the cause, and the earlier file's fate
+        # apart (the cause held both, though described as the system's words).
+        (run,) = [
+            path
+            for path in (root / ".eval-banana" / "results").iterdir()
+            if (path / "report.json").read_text().count('"run_passed": false')
+        ]
+        stage = json.loads((run / "stages" / "report.json").read_text())
+        assert stage["report_faults"] == [
+            {
+                "report": "junit_xml",
+                "path": str(junit),
+                "cause": "No space left on device",
+                "earlier": "the earlier file there was removed, so it is not read as this run's",
+            }
+        ], stage
+        assert _report_stage_line(root) == (
+            f"report    stages/report.json     stale  (the JUnit file {junit} could not be "
+            "written (No space left on device; the earlier file there was removed, so it is "
+            "not read as this run's))"
+        )
         # Room again: the fix the hint names writes the run's red JUnit file.
         (reports / "filler").unlink()
         again = eb_process(root, "update")

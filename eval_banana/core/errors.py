@@ -296,13 +296,24 @@ class WriteFault(EvalBananaError):
     kind = "write_fault"
 
     def __init__(
-        self, *, path: str, cause: str, action: str = "write", hint: str | None = None
+        self,
+        *,
+        path: str,
+        cause: str,
+        action: str = "write",
+        hint: str | None = None,
+        earlier: str = "",
     ) -> None:
+        told = f"{cause}; {earlier}" if earlier else cause
         super().__init__(
-            f"Cannot {action} {path}: {cause}; the run is aborted", file=path, hint=hint
+            f"Cannot {action} {path}: {told}; the run is aborted", file=path, hint=hint
         )
         self.path = path
+        # Why, in the system's words ("No space left on device").
         self.cause = cause
+        # A report's: what became of the file an earlier run left at `path`, in eb's words
+        # ("" when none was there), told after the cause.
+        self.earlier = earlier
         # What eb failed to do to the file: "write" it, or another change of the folder it is
         # in ("remove the empty file"), told in those words, never as the check's own failure.
         self.action = action
@@ -311,7 +322,8 @@ class WriteFault(EvalBananaError):
     def said(self) -> str:
         """What failed, without what it does to a run: for a write whose failure costs only
         itself (a warning), or a command that is no run (`eb init`)."""
-        return f"Cannot {self.action} {self.path}: {self.cause}"
+        told = f"{self.cause}; {self.earlier}" if self.earlier else self.cause
+        return f"Cannot {self.action} {self.path}: {told}"
 
     @classmethod
     def told(cls, *, path: object, exc: Exception) -> str:

@@ -289,15 +289,15 @@ class StaleFile(NamedTuple):
     cause: str = ""
 
     def told(self) -> str:
-        """The words a fault adds after its cause ("" when no file was there)."""
+        """The words a fault tells after its cause ("" when no file was there)."""
         if self.state == "none":
             return ""
         if self.state == "kept":
             return (
-                f"; the earlier file there could not be removed or emptied either "
+                f"the earlier file there could not be removed or emptied either "
                 f"({self.cause}), and it is not this run's: remove it"
             )
-        return f"; the earlier file there was {self.state}, so it is not read as this run's"
+        return f"the earlier file there was {self.state}, so it is not read as this run's"
 
 
 def fault_clearing_earlier(
@@ -310,7 +310,7 @@ def fault_clearing_earlier(
     earlier = clear_stale_file(path=path, keep_name=keep_name)
     if isinstance(fault, ResourceFault):
         return fault
-    return WriteFault(path=fault.path, cause=fault.cause + earlier.told(), hint=fix)
+    return WriteFault(path=fault.path, cause=fault.cause, earlier=earlier.told(), hint=fix)
 
 
 def clear_stale_file(*, path: Path, keep_name: bool = False) -> StaleFile:

@@ -692,6 +692,13 @@ class ReportFault(Record):
         description="Why it could not be written, in the system's words ('No space left on "
         "device', 'File too large')."
     )
+    earlier: str | None = Field(
+        default=None,
+        description="What became of the file an earlier run (or report stage) left at the "
+        "path, in eb's words ('the earlier file there was removed, so it is not read as this "
+        "run's', or that it could not be removed or emptied: remove it); null when none was "
+        "there.",
+    )
 
 
 class ReportDoc(StageEnvelope):

@@ -103,14 +103,16 @@ def _not_written(*, doc: ReportDoc, run_dir: Path) -> str | None:
     something else holds it now; None when the stage recorded no such fault."""
     told: list[str] = []
     for fault in doc.report_faults:
+        # The system's words, then what became of the earlier file, as the fault line said.
+        why = fault.cause if fault.earlier is None else f"{fault.cause}; {fault.earlier}"
         if fault.report == "junit_xml":
-            told.append(f"the JUnit file {fault.path} could not be written ({fault.cause})")
+            told.append(f"the JUnit file {fault.path} could not be written ({why})")
             continue
         if not (run_dir / fault.report).is_file():
             taken = _taken_place(run_dir=run_dir, names=[fault.report])
             if taken is not None:
                 return taken
-        told.append(f"{fault.report} could not be written ({fault.cause})")
+        told.append(f"{fault.report} could not be written ({why})")
     return and_list(told) if told else None
 
 

@@ -323,7 +323,10 @@ def _note_fault(
     and the run's fault (exit 3) when it is the first."""
     fault = _report_fault(path=path, exc=exc)
     cause = fault.cause if isinstance(fault, WriteFault) else fault.message
-    extras.faults.append(ReportFault(report=report, path=str(path), cause=cause))
+    earlier = fault.earlier if isinstance(fault, WriteFault) else ""
+    extras.faults.append(
+        ReportFault(report=report, path=str(path), cause=cause, earlier=earlier or None)
+    )
     if extras.fault is None:
         extras.fault = fault
 

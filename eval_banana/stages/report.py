@@ -209,7 +209,14 @@ def write_reports(
     md_faults = (
         []
         if md_fault is None
-        else [ReportFault(report="report.md", path=str(md_path), cause=md_fault.cause)]
+        else [
+            ReportFault(
+                report="report.md",
+                path=str(md_path),
+                cause=md_fault.cause,
+                earlier=md_fault.earlier or None,
+            )
+        ]
     )
     # The reports' digests, so `eb status` sees one edited after this stage wrote it, and the
     # reports it could not write, so `eb update` writes them: the stage file is written last.
