@@ -324,19 +324,21 @@ def calibrate(
             on_sample(run.check, str(cases_of(run.check)[run.case].get("name")), done)
 
     workers = max(1, min(config.settings.core.max_parallel_checks, len(runs)))
-    orphans.enable_subreaper()
-    try:
-        with (
-            log.masked(calibrator.redactor.text),
-            ThreadPoolExecutor(max_workers=workers, thread_name_prefix="eb-calibrate") as pool,
-        ):
-            for _ in pool.map(one, runs):
-                pass
-    finally:
-        orphans.end_run()
-    # The last looks, once no process a judge started is left: a change they find makes the
-    # samples it falls on errors, so a judge that changed the project or eb's files never agrees.
-    for run, charged in calibrator.charge_late(looks=watch.finish()):
+    # A warning quotes what an agent printed or names a file a judge named: masked like the
+    # files are, until the last looks are settled.
+    with log.masked(calibrator.redactor.text):
+        orphans.enable_subreaper()
+        try:
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="eb-calibrate") as pool:
+                for _ in pool.map(one, runs):
+                    pass
+        finally:
+            orphans.end_run()
+        # The last looks, once no process a judge started is left: a change they find makes
+        # the samples it falls on errors, so a judge that changed the project or eb's files
+        # never agrees.
+        looks = watch.finish()
+    for run, charged in calibrator.charge_late(looks=looks):
         samples = taken[run.check.id][run.case]
         samples[:] = [charged if one.sample == run.sample else one for one in samples]
     return [

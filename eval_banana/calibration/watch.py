@@ -23,6 +23,7 @@ from typing import Any
 from eval_banana.calibration.cases import judge_edits
 from eval_banana.calibration.store import earlier_record
 from eval_banana.core.log import Logger
+from eval_banana.core.words import visible
 from eval_banana.isolation.detect import NO_LATE_CHANGES, ChangeMonitor
 from eval_banana.isolation.modes import (
     isolation_error,
@@ -164,7 +165,7 @@ class SampleWatch:
                 "with it are errors, %d changed files in the cache (or its record of the files "
                 "it wrote) were removed, and the calibration record is written over what it "
                 "held before the first sample",
-                ", ".join(state.changed[:5]),
+                ", ".join(visible(path) for path in state.changed[:5]),
                 len(removed),
             )
         if state.record_put_back is not None:

@@ -53,7 +53,7 @@ from eval_banana.stagefiles.write import making_folder
 if TYPE_CHECKING:
     from eval_banana.assertions.shared import SharedArtifacts
     from eval_banana.checks.inputs import CheckInputs
-    from eval_banana.isolation.session import IsolationSession
+    from eval_banana.isolation.session import IsolationSession, Looks
 
 StartCallback = Callable[[PlannedCheck], None]
 ResultCallback = Callable[[PlannedCheck, CheckResult], None]
@@ -432,56 +432,64 @@ class PlanRun:
             checks=[checks[self.items[index].position] for index in to_run],
         )
         self.outputs = OutputClearer(checks_dir=self.checks_dir)
-        # Other eb runs sharing the cache write nothing into it while these checks run.
-        with own_state_held(
-            config=config, run_dir=self.run_dir, create=cache is not None and cache.writes
-        ):
-            if cache is not None:
-                # What changes in the cache from here on, eb did not write. Taken once the turn
-                # is ours: what another run stored while this one waited for it is that run's.
-                cache.remember_state()
-            session = self.isolation = _open_isolation(
-                config=config,
-                plan=self.plan,
-                run_dir=self.run_dir,
-                running=frozenset(checks[position].stem for position in to_start),
-            )
-            # Orphaned daemons of a check become eb's children, so they can be ended with it.
-            orphans.enable_subreaper()
-            try:
-                # A runner's warning quotes what an agent printed: masked like the files are.
-                with self.fuses, log.masked(self.redactor.text):
-                    # Taken in turn order, so checks start in that order.
-                    run_pool(
-                        count=len(to_run),
-                        workers=workers,
-                        task=lambda index: self._run_item(to_run[index]),
-                        cancel=self.cancel,
-                        stop=self.stop,
-                        inline=lambda index: (
-                            checks[self.items[to_run[index]].position].type in IN_PROCESS
-                        ),
-                    )
-            finally:
-                orphans.end_run()
-                # The last looks at eb's state and the project, once no process a check
-                # started is left.
-                looks = session.finish()
+        # A warning quotes what an agent printed or names a file a check named (after a
+        # secret, or with a line break): masked like the files are, until the last looks at
+        # eb's state and the project are settled.
+        with log.masked(self.redactor.text):
+            # Other eb runs sharing the cache write nothing into it while these checks run.
+            with own_state_held(
+                config=config, run_dir=self.run_dir, create=cache is not None and cache.writes
+            ):
                 if cache is not None:
-                    cache.checks_watched(writes_told=looks.state.writes_told)
+                    # What changes in the cache from here on, eb did not write. Taken once the
+                    # turn is ours: what another run stored while this one waited is that run's.
+                    cache.remember_state()
+                session = self.isolation = _open_isolation(
+                    config=config,
+                    plan=self.plan,
+                    run_dir=self.run_dir,
+                    running=frozenset(checks[position].stem for position in to_start),
+                )
+                # Orphaned daemons of a check become eb's children, to be ended with it.
+                orphans.enable_subreaper()
+                try:
+                    with self.fuses:
+                        # Taken in turn order, so checks start in that order.
+                        run_pool(
+                            count=len(to_run),
+                            workers=workers,
+                            task=lambda index: self._run_item(to_run[index]),
+                            cancel=self.cancel,
+                            stop=self.stop,
+                            inline=lambda index: (
+                                checks[self.items[to_run[index]].position].type in IN_PROCESS
+                            ),
+                        )
+                finally:
+                    orphans.end_run()
+                    # The last looks at eb's state and the project, once no process a check
+                    # started is left.
+                    looks = session.finish()
+                    if cache is not None:
+                        cache.checks_watched(writes_told=looks.state.writes_told)
+            self._settle(looks=looks, session=session)
+
+    def _settle(self, *, looks: Looks, session: IsolationSession) -> None:
+        """Charge the checks with what the last looks found, and note whether any verdict of
+        this run may be stored."""
         self.tampered = settle_state(
             report=looks.state,
             session=session,
-            config=config,
-            checks=checks,
+            config=self.config,
+            checks=self.checks,
             results=self.results,
             owners=self.owners,
             checks_dir=self.checks_dir,
         )
         self.project_changed = settle_project(
             report=looks.project,
-            config=config,
-            checks=checks,
+            config=self.config,
+            checks=self.checks,
             results=self.results,
             owners=self.owners,
             checks_dir=self.checks_dir,

@@ -52,7 +52,7 @@ def settle_state(
     logger.warning(
         "eb's own files changed while checks ran (%s); no verdict of this run is stored, "
         "and %d changed files in the cache (or its record of the files it wrote) were removed",
-        ", ".join(report.changed[:5]),
+        ", ".join(visible(path) for path in report.changed[:5]),
         len(removed),
     )
     if report.record_put_back is not None:

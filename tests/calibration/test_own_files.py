@@ -33,6 +33,10 @@ if tamper == "plant":  # a record of its choosing put where the gate reads it
     shutil.copyfile(os.environ["PLANTED"], target)
     time.sleep(float(os.environ.get("HANG", "0")))
     tamper = ""
+if tamper == "names":  # files in the cache named after a secret, and with a line break
+    for name in (os.environ["LEAKED"], "nl\\n::error::injected"):
+        open(os.path.join(target, name), "w").close()
+    tamper = ""
 for path in sorted(glob.glob(target)) if tamper else []:
     with open(path) as handle:
         doc = json.load(handle)
@@ -303,3 +307,30 @@ def test_a_calibration_stopped_after_its_judge_planted_a_record_leaves_none(
     refused = _eb(root, *GATED)
     assert refused.returncode == 2 and "has not been calibrated" in refused.stderr
     assert "removed: there was none before they started" in err
+
+
+def test_the_warning_about_files_a_judge_named_after_a_secret_is_masked(
+    calibrated: Path, tmp_path: Path
+) -> None:
+    """The console names the changed files as the files eb writes do: a secret in a name is
+    `***`, and a line break in one starts no line (a GitHub Actions `::` command)."""
+    root = _calibrated(calibrated, tmp_path)
+    secret = "SuperSecretValue123"
+    done = _eb(
+        root,
+        "calibrate",
+        env={
+            "TAMPER": "names",
+            "TAMPER_PATH": str(root / CACHE / "entries"),
+            "LEAKED": secret,
+            "MY_API_KEY": secret,
+            "EVAL_BANANA_HARNESS_ISOLATION": "detect",
+        },
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "eb's own files changed while judges were calibrated (" in done.stderr
+    assert f"{CACHE}/entries/***" in done.stderr
+    assert "nl\\x0a::error::injected" in done.stderr
+    console = done.stdout + done.stderr
+    assert secret not in console
+    assert not [line for line in console.splitlines() if line.startswith("::")]

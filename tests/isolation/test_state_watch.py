@@ -6,6 +6,7 @@ real deterministic checks as real subprocesses, under each isolation mode."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -53,6 +54,7 @@ def _poisoner(*, target: Path, edit: str) -> str:
     says what it did, and passes whatever happened."""
     return f"""\
 import json
+import os
 from pathlib import Path
 target = Path({str(target)!r})
 paths = sorted(target.glob("entries/*/*.json")) if target.is_dir() else [target]
@@ -683,3 +685,37 @@ def test_a_calibration_record_changed_meanwhile_is_put_back_as_it_stood(
         assert report.record_put_back == "removed: there was none before they started"
         assert not record.exists()
     assert honest.read_text() == '{"checks": {}}'
+
+
+def test_warnings_about_files_a_check_named_after_a_secret_are_masked(tmp_path: Path) -> None:
+    """The console's warnings after the checks name the changed files as the files eb writes
+    name them: a secret in a name is `***`, and a line break in one starts no line (which
+    GitHub Actions would run as a `::` workflow command)."""
+    secret = "SuperSecretValue123"
+    script = (
+        "import os\nfrom pathlib import Path\n"
+        "s = os.environ['MY_API_KEY']\n"
+        "Path('leak-' + s + '.txt').write_text('x')\n"
+        "entries = Path('.eval-banana/cache/entries')\n"
+        "entries.mkdir(parents=True, exist_ok=True)\n"
+        "(entries / s).write_text('x')\n"
+        "(entries / 'nl\\n::error::injected').write_text('x')\n"
+    )
+    root = _project(tmp_path / "proj", {"leak": _check("leak", script, inputs="input.txt")})
+    done = subprocess.run(
+        [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root), "--no-html"]
+        + ["--execution-isolation", "detect"],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "MY_API_KEY": secret},
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "eb's own files changed while checks ran (" in done.stderr
+    assert "The project changed while watched checks ran (leak-***.txt)" in done.stderr
+    assert ".eval-banana/cache/entries/***" in done.stderr
+    assert "nl\\x0a::error::injected" in done.stderr
+    console = done.stdout + done.stderr
+    assert secret not in console
+    assert not [line for line in console.splitlines() if line.startswith("::")]
