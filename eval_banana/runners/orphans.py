@@ -4,9 +4,9 @@ Ending a check's process group (runners/process.py) misses a daemon: it left the
 `setsid` and lost its parent. On Linux, eb makes itself a child subreaper for the run, so such
 orphans become eb's own children instead of init's. Every check's processes inherit a token in
 their environment; when a check ends, eb's orphaned children carrying that check's token are
-killed (with their own process groups), and when the run ends, every process still carrying a
-token of this eb process is, wherever it is. Elsewhere only the process group is ended, as
-before.
+killed (with their own process groups and every process below them, however deep), and when
+the run ends, every process still carrying a token of this eb process is, wherever it is.
+Elsewhere only the process group is ended, as before.
 
 A daemon started with an environment of its own (`env={"PATH": ...}`) carries no token. It is
 told from eb's own children by its session: every process eb starts for itself (git, its
@@ -27,14 +27,23 @@ import os
 import signal
 import sys
 import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
+from eval_banana.core.log import Logger
 from eval_banana.core.readback import read_regular
 from eval_banana.runners import guardian
 
+logger = Logger("eval_banana.runners.orphans")
+
 TOKEN_VAR = "EVAL_BANANA_CHECK_TOKEN"
 _PR_SET_CHILD_SUBREAPER = 36
-_ROUNDS = 5  # a killed daemon's own orphans surface on the next scan
+# Scans until one finds nothing: a leftover is ended with every process below it, and what
+# escaped that (a child forked before its parent was frozen) surfaces as eb's on the next scan.
+# Bounded so that a check forking without end cannot hold its end forever.
+_ROUNDS = 64
+_FREEZE_WAIT = 0.05  # seconds a process is given to stop once sent SIGSTOP
 
 _lock = threading.Lock()
 _counter = itertools.count(1)
@@ -122,21 +131,22 @@ def reaped(pid: int) -> None:
         _launched.discard(pid)
 
 
-def _children() -> set[int]:
-    """This process's direct children (every thread's), from /proc.
+def _children(*, of: int | str = "self") -> set[int]:
+    """The direct children (every thread's) of this process, or of the process `of`, from
+    /proc.
 
     Read at every check's end, with plain os calls: a glob through pathlib and text decoding
     cost each check about ten times as much, all of it holding the interpreter lock."""
     pids: set[int] = set()
     try:
-        tasks = os.listdir("/proc/self/task")
+        tasks = os.listdir(f"/proc/{of}/task")
     except OSError:
         return pids
     for task in tasks:
         # A thread that ended meanwhile: its children are read on the next scan.
         with contextlib.suppress(OSError):
             pids.update(
-                int(word) for word in read_regular(f"/proc/self/task/{task}/children").split()
+                int(word) for word in read_regular(f"/proc/{of}/task/{task}/children").split()
             )
     return pids
 
@@ -155,16 +165,67 @@ def _token_of(pid: int) -> bytes | None:
 
 
 def _kill(pid: int, *, own_child: bool) -> None:
-    """SIGKILL a process and its process group; reap it when it is our child."""
+    """SIGKILL a process, every process below it and the process group of each; reap it when
+    it is our child, and those below it that became ours as their parents died."""
+    below = _frozen_tree(root=pid)
+    for victim in [pid, *below]:
+        _kill_one(victim)
+    if own_child:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+        # Parents first: once one is reaped, its children are ours (eb is their subreaper).
+        for victim in below:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(victim, 0)
+
+
+def _kill_one(pid: int) -> None:
+    """SIGKILL a process and, when it leads one, its process group."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         pgid = os.getpgid(pid)
         if pgid == pid:  # a daemon that called setsid leads its own group
             os.killpg(pgid, signal.SIGKILL)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(pid, signal.SIGKILL)
-    if own_child:
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
+
+
+def _frozen_tree(*, root: int) -> list[int]:
+    """Every process below `root` (`root` too is stopped), parents first, each stopped with
+    SIGSTOP before its children are read: a chain of daemons, each the parent of the next,
+    cannot fork another level while it is walked, and is ended whole at once instead of one
+    level per scan."""
+    below: list[int] = []
+    seen = {root}
+    waiting = [root] if _freeze(root) else []
+    while waiting:
+        for child in sorted(_children(of=waiting.pop()) - seen):
+            seen.add(child)
+            if _freeze(child):
+                below.append(child)
+                waiting.append(child)
+    return below
+
+
+def _freeze(pid: int) -> bool:
+    """Stop a process and wait (briefly) until it has stopped; whether it could be signalled.
+    A process eb may not signal is left alone: it may not be killed either."""
+    try:
+        os.kill(pid, signal.SIGSTOP)
+    except (ProcessLookupError, PermissionError):
+        return False
+    deadline = time.monotonic() + _FREEZE_WAIT
+    while _state(pid) not in {"T", "t", "Z", "X", None} and time.monotonic() < deadline:
+        time.sleep(0.001)
+    return True
+
+
+def _state(pid: int) -> str | None:
+    """A process's state letter from /proc (`T`: stopped, `Z`: ended), or None when gone."""
+    try:
+        stat = read_regular(f"/proc/{pid}/stat")
+    except OSError:
+        return None
+    return stat.rsplit(b")", 1)[1].split()[0].decode()
 
 
 def end_check(*, token: str) -> int:
@@ -176,7 +237,7 @@ def end_check(*, token: str) -> int:
     if not _subreaper:
         return 0
     found = 0
-    for _ in range(_ROUNDS):
+    for _ in _rounds(what="the processes a check left behind"):
         # Read outside the lock, which every check's start and end takes: with eight checks
         # at once, reading /proc under it queued them all behind each other. A child another
         # check starts meanwhile carries that check's token, so it is never taken for an orphan.
@@ -191,6 +252,17 @@ def end_check(*, token: str) -> int:
         found += len(orphans)
     # After those: a killed daemon's own children, which carry no token, surface meanwhile.
     return found + _end_tokenless_leftovers()
+
+
+def _rounds(*, what: str) -> Iterator[int]:
+    """The scans of one search, up to _ROUNDS; the caller stops at one that finds nothing.
+    Said when the bound is reached: something (`what`) may be left."""
+    yield from range(_ROUNDS)
+    logger.warning(
+        "eb gave up ending %s after %d scans that each found more; some may still be running",
+        what,
+        _ROUNDS,
+    )
 
 
 def end_run() -> int:
@@ -215,7 +287,7 @@ def _end_tokenless_leftovers() -> int:
     with _lock:
         if _active:
             return 0
-        for _ in range(_ROUNDS):
+        for _ in _rounds(what="the processes checks left behind"):
             leftovers = _tokenless_leftovers(children=_children())
             if not leftovers:
                 break
@@ -250,7 +322,7 @@ def _kill_ended_checks_processes() -> int:
         return 0
     prefix = _own_prefix()
     found = 0
-    for _ in range(_ROUNDS):
+    for _ in _rounds(what="the processes of the run's checks"):
         children = _children()
         with _lock:
             running = set(_launched)

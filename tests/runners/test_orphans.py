@@ -310,3 +310,53 @@ def _state_probe(*, pidfile: Path, seen: Path) -> str:
         Path({str(seen)!r}).write_text(state)
         """
     )
+
+
+# A chain of sessions: each level calls setsid, starts the next with an environment of its own
+# (no token), writes its pid and stays alive as the next one's parent. Ending one level hands
+# the next to eb; eb scanned its children a few times, so the deeper levels outlived the run.
+CHAIN = """\
+import os, sys, time
+from pathlib import Path
+depth, folder = int(sys.argv[1]), Path(sys.argv[2])
+os.setsid()
+if depth < {levels}:
+    os.spawnve(os.P_NOWAIT, sys.executable, [sys.executable, __file__, str(depth + 1), str(folder)],
+               {{"PATH": os.environ["PATH"]}})
+(folder / f"{{depth}}.pid").write_text(str(os.getpid()))
+time.sleep(300)
+"""
+# The check starts the chain's first level and ends once every level is up.
+CHAIN_START = """\
+import os, subprocess, sys, time
+from pathlib import Path
+folder = Path({folder!r})
+subprocess.Popen([sys.executable, {chain!r}, "1", str(folder)], env={{"PATH": os.environ["PATH"]}},
+                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+while not (folder / "{levels}.pid").exists():
+    time.sleep(0.01)
+"""
+
+
+def test_a_chain_of_sessions_of_any_depth_a_check_leaves_does_not_survive_it(
+    tmp_path: Path, pidfiles: list[Path]
+) -> None:
+    levels = 30
+    folder = tmp_path / "pids"
+    folder.mkdir()
+    pidfiles.extend(folder / f"{depth}.pid" for depth in range(1, levels + 1))
+    chain = tmp_path / "chain.py"
+    chain.write_text(CHAIN.format(levels=levels))
+    start = CHAIN_START.format(folder=str(folder), chain=str(chain), levels=levels)
+    # `b_later` runs after the check that left the chain (parallel 1): by then it is gone.
+    probe = _state_probe(pidfile=folder / f"{levels}.pid", seen=tmp_path / "seen.txt")
+    root = _project(tmp_path / "proj", checks={"a_chain": start, "b_later": probe})
+    began = time.monotonic()
+    done = _eb(root, "--max-parallel-checks", "1")
+    took = time.monotonic() - began
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "seen.txt").read_text() in ("gone", "Z")
+    left = [depth for depth in range(1, levels + 1) if _alive(int(pidfiles[depth - 1].read_text()))]
+    assert left == [], f"levels {left} of the chain outlived eb"
+    assert took < 20, took  # the chain is ended at once, not a level at a time
+    assert "gave up ending" not in done.stderr
