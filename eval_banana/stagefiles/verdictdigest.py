@@ -36,7 +36,7 @@ def verdict_digest(result: CheckResult) -> str:
         # A family's gate counts such a case not run. Appended only when set: every other
         # result's digest is the one an execute.json recorded before `stopped` was digested.
         fields.append("stopped")
-    text = json.dumps(fields, separators=(",", ":"))
+    text = json.dumps(fields, separators=(",", ":"), allow_nan=False)
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
