@@ -10,6 +10,7 @@ project state is read once, and only as much of it as the checks at hand need.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -32,6 +33,7 @@ from eval_banana.projectstate.patterns import (
 from eval_banana.projectstate.prefixes import relative_files
 from eval_banana.projectstate.reading import read_project_state
 from eval_banana.projectstate.state import ProjectState
+from eval_banana.projectstate.tracking import tracked_among
 from eval_banana.settings.folders import own_files, own_folders
 
 if TYPE_CHECKING:
@@ -502,6 +504,54 @@ def artifact_id(*, artifact: str, project_root: Path) -> str:
     return "absent" if found is None else found.id
 
 
+def tracked_digests(
+    *,
+    checks: Sequence[PlannedCheck],
+    reader: CheckInputs | None,
+    artifacts: Mapping[str, str],
+    project_root: Path,
+) -> dict[str, str] | None:
+    """Check id -> `sha256:<hex>` of the files git tracks among what it reads: the files its
+    `inputs:` match (its family files left out, as in `input_digests`) and an assertions
+    check's artifact (`artifacts`: its id, `artifact_ids`); only checks with either. These tell
+    the commit (and local changes to it) a check ran on, never a build output git does not
+    track, which the job that merges shards need not hold. None outside a git work tree."""
+    graded = [check for check in checks if check.id in artifacts]
+    tracked_artifacts = tracked_among(
+        root=project_root, paths=sorted({artifact_of(check) for check in graded})
+    )
+    if tracked_artifacts is None:
+        return None
+    declared = {
+        check.id: patterns
+        for check in checks
+        if (patterns := declared_inputs(check.definition)) is not None
+    }
+    if declared and (reader is None or reader.state.source != "git"):
+        return None  # git lists nothing of the project (an ignored folder)
+    found: dict[str, str] = {}
+    for check in checks:
+        parts: list[str] = []
+        patterns = declared.get(check.id)
+        if patterns is not None and reader is not None:
+            left_out = frozenset(check.family_files or ())
+            files = [path for path in reader.files(inputs=patterns) if path not in left_out]
+            parts.append(reader.state.digest_of(paths=reader.state.tracked(paths=files)))
+        if check.id in artifacts:
+            artifact = artifact_of(check)
+            tracked = artifact in tracked_artifacts
+            parts.append(f"{artifact}\0{artifacts[check.id]}" if tracked else "")
+        if parts:
+            found[check.id] = _tracked_digest(parts)
+    return found
+
+
+def _tracked_digest(parts: Sequence[str]) -> str:
+    digest = hashlib.sha256(b"eval-banana/tracked-inputs/v1\0")
+    digest.update("\0\0".join(parts).encode("utf-8", "surrogateescape"))
+    return f"sha256:{digest.hexdigest()}"
+
+
 # --- a run's use of them (the execute stage) ---------------------------------------------------
 
 
@@ -555,3 +605,24 @@ def input_digests(*, checks: list[PlannedCheck], reader: CheckInputs | None) -> 
         logger.warning("Could not read the checks' input files", exc_info=True)
         return {}
     return digests
+
+
+def tracked_input_digests(
+    *,
+    checks: list[PlannedCheck],
+    reader: CheckInputs | None,
+    artifacts: Mapping[str, str],
+    project_root: Path,
+) -> dict[str, str]:
+    """`tracked_digests` as execute.json records them: none outside a git work tree, nor when
+    the state is unreadable (`eb merge` then compares every file, as `input_digests` hold it)."""
+    from eval_banana.projectstate.git import NotARepository
+
+    try:
+        found = tracked_digests(
+            checks=checks, reader=reader, artifacts=artifacts, project_root=project_root
+        )
+    except (ProjectStateError, NotARepository, OSError):
+        logger.warning("Could not tell which of the checks' input files git tracks", exc_info=True)
+        return {}
+    return found or {}

@@ -86,6 +86,7 @@ class PlanRun:
             artifact_ids,
             input_digests,
             run_inputs,
+            tracked_input_digests,
             unmatched_inputs,
         )
 
@@ -125,6 +126,13 @@ class PlanRun:
         # it), and the artifacts' ids, once for the keys and for execute.json.
         self.inputs_now = input_digests(checks=self.checks, reader=self.check_inputs)
         self.artifacts = artifact_ids(checks=self.checks, project_root=self.project_root)
+        # What of them git tracks, which `eb merge` compares with its own checkout.
+        self.tracked_now = tracked_input_digests(
+            checks=self.checks,
+            reader=self.check_inputs,
+            artifacts=self.artifacts,
+            project_root=self.project_root,
+        )
         self.unmatched = unmatched_inputs(checks=self.checks, reader=self.check_inputs)
         # The settings each verdict is decided under, the agent's executable read before any
         # check runs (eb status compares them with those a rerun would use).

@@ -444,6 +444,14 @@ class ExecuteDoc(StageEnvelope):
         "its result was recorded (only checks that declare `inputs:`); eb status and eb update "
         "compare it with the files on disk.",
     )
+    tracked_input_digests: dict[str, str] = Field(
+        default_factory=dict,
+        description="Check id -> sha256:<hex> of the files git tracked among those its "
+        "`inputs:` patterns matched and the artifact an assertions check graded, when its "
+        "result was recorded (only such checks, and only in a git work tree): eb merge "
+        "compares it with its own checkout, files git ignores or does not track (build "
+        "outputs) left out.",
+    )
     artifact_ids: dict[str, str] = Field(
         default_factory=dict,
         description="Assertions check id -> the git blob id of the artifact its result graded "

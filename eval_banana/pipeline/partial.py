@@ -105,6 +105,12 @@ def merge_results(*, plan: PlanDoc, fresh: ExecuteDoc, previous: ExecuteDoc | No
                 fresh=fresh.artifact_ids,
                 kept=previous.artifact_ids if previous is not None else {},
             ),
+            "tracked_input_digests": _merged_by_check(
+                plan=plan,
+                results=results,
+                fresh=fresh.tracked_input_digests,
+                kept=previous.tracked_input_digests if previous is not None else {},
+            ),
             "result_file_digests": _kept_files(
                 results=results, fresh=fresh, earlier=earlier, previous=previous
             ),

@@ -164,6 +164,7 @@ def git_state(
         from_index = [path for path in ids if path not in read]
         for path in conversion.converted(repo=repo, rule=rule, candidates=from_index):
             _take(ids=ids, modes=modes, path=path, found=on_disk(path))
+    listed_untracked: list[str] = []
     for path in untracked:
         # A trailing slash is a nested repository, which git does not look into.
         if path.endswith("/") or skipped(path, skip) or path in ids:
@@ -171,11 +172,18 @@ def git_state(
         found = on_disk(path)
         if found is not None:
             _take(ids=ids, modes=modes, path=path, found=found)
+            listed_untracked.append(path)
     ignored = list(
         expand_ignored(root=root, entries=ignored_raw, excluded=excluded, skip=skip, marks=marks)
     )
     return ProjectState(
-        root=root, source="git", ids=ids, modes=modes, object_format=fmt, ignored=ignored
+        root=root,
+        source="git",
+        ids=ids,
+        modes=modes,
+        object_format=fmt,
+        ignored=ignored,
+        untracked=listed_untracked,
     )
 
 

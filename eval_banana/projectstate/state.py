@@ -67,7 +67,9 @@ class ProjectState:
         modes: Mapping[str, str] | None = None,
         object_format: ObjectFormat = "sha1",
         ignored: Iterable[str] = (),
+        untracked: Iterable[str] = (),
     ) -> None:
+        """`untracked`: the files of `ids` git lists but does not track (a git read's)."""
         self.root = root
         self.source = source
         self.object_format = object_format
@@ -79,6 +81,7 @@ class ProjectState:
         }
         self.paths: list[str] = sorted(self._ids)
         self.ignored: list[str] = sorted(set(ignored) - self._ids.keys())
+        self._untracked = frozenset(untracked)
         self._ignored_ids: dict[str, FileIdentity | None] = {}
         self._followed: dict[str, FileIdentity] = {}  # links, with the file each leads to
         self._holds_links = SYMLINK in self._modes.values()
@@ -100,6 +103,12 @@ class ProjectState:
     def modes(self) -> Mapping[str, str]:
         """Path -> git's mode of every file in the state that is not a regular (100644) one."""
         return self._modes
+
+    def tracked(self, *, paths: Iterable[str]) -> list[str]:
+        """Those of `paths` git tracks, in their order: none of a state read by a walk."""
+        if self.source != "git":
+            return []
+        return [path for path in paths if path in self._ids and path not in self._untracked]
 
     def mode_of(self, path: str) -> str:
         """git's mode of a file of the state (100644 for a regular one)."""

@@ -340,6 +340,11 @@ def _merged_execute(
                 for run in runs
                 for check_id, found in run.execute.artifact_ids.items()
             },
+            "tracked_input_digests": {
+                check_id: digest
+                for run in runs
+                for check_id, digest in run.execute.tracked_input_digests.items()
+            },
             # The settings each shard's results were decided under, as each shard recorded them.
             "verdict_settings": {
                 check_id: digest

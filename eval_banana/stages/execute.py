@@ -136,6 +136,7 @@ def _execute_doc(
         family_gates=plan.family_gates,
         family_sizes=plan.family_sizes,
         input_digests=run.inputs_now,
+        tracked_input_digests=run.tracked_now,
         result_file_digests=run.result_file_digests(),
         verdict_digests=verdict_digests(final),
         artifact_ids=run.artifacts,

@@ -209,3 +209,124 @@ def test_a_part_run_with_another_isolation_ignore_is_refused(
         "Run every shard with the same harness.isolation_ignore ([harness] isolation_ignore in "
         in (result.stderr)
     )
+
+
+# The usual CI layout: build output (`out/`) is ignored by git, made by each shard's job before
+# its checks, and never made by the merge job, which only downloads the shards' folders.
+BUILT_CHECKS = {
+    "eval_checks/built.yaml": (
+        "schema_version: 1\nid: built_ok\ntype: assertions\ndescription: the build says ok\n"
+        "artifact: out/o.json\nassert:\n  - {path: ok, op: equals, value: true}\n"
+    ),
+    "eval_checks/app_built.yaml": (
+        "schema_version: 1\nid: app_built\ntype: deterministic\ndescription: app and build\n"
+        'inputs: ["app/**", "out/**"]\nscript: |\n  import sys\n'
+        '  sys.exit(0 if "GOOD" in open("app/app.py").read() else "app is BAD")\n'
+    ),
+    "eval_checks/data.yaml": (
+        "schema_version: 1\nid: data_ok\ntype: assertions\ndescription: committed data\n"
+        "artifact: data/d.json\nassert:\n  - {path: ok, op: equals, value: true}\n"
+    ),
+}
+
+
+def _built_project(root: Path) -> Path:
+    files = {
+        ".eval-banana/config.toml": "[core]\n",
+        ".gitignore": "out/\n",
+        "app/app.py": 'STATUS = "GOOD"\n',
+        "data/d.json": '{"ok": true}\n',
+        **BUILT_CHECKS,
+        **{f"eval_checks/{name}.yaml": check_yaml(name) for name in OTHERS},
+    }
+    project = init_repo(root, files)
+    _build(project, stamp="first build")
+    return project
+
+
+def _build(project: Path, *, stamp: str) -> None:
+    """What a CI job's build step leaves: an artifact whose bytes vary from build to build."""
+    (project / "out").mkdir(exist_ok=True)
+    (project / "out" / "o.json").write_text(json.dumps({"ok": True, "built": stamp}))
+
+
+def _verdicts(run_dir: Path) -> dict[str, str]:
+    report = json.loads((run_dir / "report.json").read_text())
+    return {check["check_id"]: check["status"] for check in report["checks"]}
+
+
+def test_build_outputs_git_ignores_need_not_be_in_the_merge_checkout(
+    eb: Callable[..., EbResult], tmp_path: Path
+) -> None:
+    """Both shards graded out/o.json (git-ignored) and read out/** as input; the merge job
+    never built it, or built it again with another timestamp: the merge was refused as if the
+    shards had run another commit. Only files git tracks tell the commit."""
+    project = _built_project(tmp_path / "project")
+    one_machine = eb(
+        "run", "--cwd", str(project), "--output-dir", str(tmp_path / "one"), "--flat-output"
+    )
+    assert one_machine.exit_code == 0, one_machine.stdout + one_machine.stderr
+    parts = [tmp_path / f"part-{k}" for k in (1, 2)]
+    for k, part in enumerate(parts, start=1):
+        _run_part(eb, project, part, f"{k}/2")
+    shutil.rmtree(project / "out")  # the merge job downloads the shards, builds nothing
+    merged = _merge(eb, project, tmp_path / "merged", *parts)
+    assert merged.exit_code == 0, merged.stdout + merged.stderr
+    assert _verdicts(tmp_path / "merged") == _verdicts(tmp_path / "one")
+    assert set(_verdicts(tmp_path / "merged")) == {"built_ok", "app_built", "data_ok", *OTHERS}
+    _build(project, stamp="built again by the merge job")
+    rebuilt = _merge(eb, project, tmp_path / "merged-rebuilt", *parts)
+    assert rebuilt.exit_code == 0, rebuilt.stdout + rebuilt.stderr
+
+
+@pytest.mark.parametrize(
+    ("edited", "check_id", "what"),
+    [
+        ("app/app.py", "app_built", "inputs app/**, out/** changed"),
+        ("data/d.json", "data_ok", "artifact data/d.json changed"),
+    ],
+)
+def test_a_tracked_file_changed_since_the_shards_ran_is_still_refused(
+    eb: Callable[..., EbResult], tmp_path: Path, edited: str, check_id: str, what: str
+) -> None:
+    """Build outputs left out, a file git tracks still tells a stale worker: here the merge's
+    checkout changed `edited` (an input, or a committed artifact) after the shards ran."""
+    project = _built_project(tmp_path / "project")
+    judged = _shard_of(eb, project, check_id)
+    parts = [tmp_path / f"part-{k}" for k in (1, 2)]
+    for k, part in enumerate(parts, start=1):
+        _run_part(eb, project, part, f"{k}/2")
+    shutil.rmtree(project / "out")
+    (project / edited).write_text((project / edited).read_text() + "\n")
+    result = _merge(eb, project, tmp_path / "merged", *parts)
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert (
+        f"Cannot merge: {parts[judged - 1]} (shard {judged}/2) ran check '{check_id}' on other "
+        f"files than this checkout holds ({what}: the shard's job had another commit, or local "
+        "changes to files git tracks)" in result.stderr
+    )
+    assert not (tmp_path / "merged").exists()
+
+
+def test_outside_git_every_file_a_check_read_is_compared(
+    eb: Callable[..., EbResult], tmp_path: Path
+) -> None:
+    """No repository tells a source file from a build output: the merge compares them all,
+    and says so rather than blaming another commit."""
+    project = _built_project(tmp_path / "project")
+    shutil.rmtree(project / ".git")
+    judged = _shard_of(eb, project, "app_built")
+    parts = [tmp_path / f"part-{k}" for k in (1, 2)]
+    for k, part in enumerate(parts, start=1):
+        _run_part(eb, project, part, f"{k}/2")
+    same = _merge(eb, project, tmp_path / "merged-same", *parts)
+    assert same.exit_code == 0, same.stdout + same.stderr
+    shutil.rmtree(project / "out")
+    result = _merge(eb, project, tmp_path / "merged", *parts)
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert (
+        f"(shard {judged}/2) ran check 'app_built' on other files than this checkout holds "
+        "(inputs app/**, out/** changed: this checkout is in no git repository, so every file "
+        "the check read counts, build outputs too); so did 'built_ok'" in result.stderr
+    )
+    assert "or merge in a git checkout" in result.stderr
