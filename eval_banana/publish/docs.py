@@ -131,6 +131,19 @@ def _empty_paths_rule() -> str:
     )
 
 
+def _union_rule() -> str:
+    """One sentence: which lists join the names of every source instead of taking one."""
+    from eval_banana.settings.table import SETTINGS
+
+    names = " and ".join(
+        f"`[{spec.section}] {spec.key}`" for spec in SETTINGS if spec.combine == "union"
+    )
+    return (
+        f"{names} is the exception: it joins the names of the file, the variable and the flag "
+        "(an empty variable adds none), so neither can drop a name the project masks."
+    )
+
+
 def _home_paths_rule() -> str:
     """One sentence: how every path setting reads a leading `~` and a relative path."""
     from eval_banana.settings.table import SETTINGS
@@ -256,7 +269,8 @@ def reference_markdown() -> str:
         "",
         "## Configuration (`.eval-banana/config.toml`)",
         "",
-        "Precedence, highest first: flag, `EVAL_BANANA_*` variable, project file, default.",
+        "Precedence, highest first: flag, `EVAL_BANANA_*` variable, project file, default. "
+        + _union_rule(),
         _empty_paths_rule(),
         "",
         _home_paths_rule(),

@@ -109,6 +109,10 @@ class SettingSpec(NamedTuple):
     # over config.json (docs/rerunning-stages.md). The config stage reads every setting; one
     # read only while `eb run` makes its folders or selects its checks is config's alone.
     read_by: tuple[str, ...] = ("config",)
+    # How the sources make the value: "highest" takes the highest one given (flag > variable >
+    # file > default); "union" joins the names of every one (file, then variable, then flag), so
+    # a flag or a variable adds to the project's list of secrets and never drops one of them.
+    combine: Literal["highest", "union"] = "highest"
 
     @property
     def default(self) -> object:
@@ -139,6 +143,11 @@ def _help(section: str, key: str, extra: str = "") -> str:
 # The flag and the variable of a list of names read the same text: `--redact A,B` is
 # `EVAL_BANANA_REDACT=A,B`, never one name "A,B" that matches nothing (docs/fail-closed.md).
 _NAME_LIST_NOTE = "Comma-separated, in the flag (repeatable, each adding names) as in the env var."
+# A "union" list: what the file, the variable and the flag name is masked alike.
+_UNION_NOTE = (
+    "The names of the file, the env var and the flag are all masked: either of the last two adds"
+    " to the file's list, never replaces it (an empty env var adds none)."
+)
 
 _RUN = ("run",)
 # guard.json records the harness it resolved, and execute runs the judges under that one.
@@ -596,8 +605,9 @@ SETTINGS: tuple[SettingSpec, ...] = (
         flag="--redact",
         commands=_RUN,
         metavar="NAME",
-        help=_help("execution", "redact", _NAME_LIST_NOTE),
+        help=_help("execution", "redact", f"{_NAME_LIST_NOTE} {_UNION_NOTE}"),
         read_by=_BY_EXECUTE,
+        combine="union",
     ),
     SettingSpec(
         name="cache.mode",
@@ -1016,7 +1026,9 @@ def _argparse_names(text: str) -> list[str]:
     names = _split_names(text)
     reason = "must be non-empty names without '=', comma-separated"
     try:
-        if not names:  # the variable's empty text clears the list; a flag only adds names
+        # The variable's empty text gives no names (it clears a list whose highest source
+        # wins, and adds nothing to a "union" one); a flag given must add names.
+        if not names:
             raise SettingValueError(reason)
         return _names(names)
     except SettingValueError:

@@ -138,6 +138,8 @@ def _layer(
     """The value of one setting and where it came from."""
     # The file is always checked, even when overridden: a typo must not hide behind a flag.
     from_file = _file_value(spec=spec, table=table, path=path)
+    if spec.combine == "union":
+        return _union_layer(spec=spec, from_file=from_file, cli_values=cli_values, environ=environ)
     if spec.name in cli_values:
         return _cli_value(spec=spec, value=cli_values[spec.name]), "cli"
     # The env var is read only when its flag is absent, so a stale one cannot break the run.
@@ -146,6 +148,40 @@ def _layer(
     if from_file is not _MISSING:
         return from_file, "project"
     return spec.default, "default"
+
+
+# Sources from the lowest to the highest.
+_SOURCE_RANKS: tuple[SettingSource, ...] = ("default", "project", "env", "cli")
+
+
+def _union_layer(
+    *,
+    spec: SettingSpec,
+    from_file: object,
+    cli_values: Mapping[str, object],
+    environ: Mapping[str, str],
+) -> tuple[object, SettingSource]:
+    """A "union" setting: the names of the file, the variable and the flag, each once; its
+    source the highest that added a name (else the highest given), as config.json records it."""
+    given: list[tuple[object, SettingSource]] = [(spec.default, "default")]
+    if from_file is not _MISSING:
+        given.append((from_file, "project"))
+    if spec.env is not None and spec.env in environ:
+        given.append((_env_value(spec=spec, raw=environ[spec.env]), "env"))
+    if spec.name in cli_values:
+        given.append((_cli_value(spec=spec, value=cli_values[spec.name]), "cli"))
+    adding = [source for value, source in given if value]
+    source = adding[-1] if adding else given[-1][1]
+    return _joined_names(values=[value for value, _ in given]), source
+
+
+def _joined_names(*, values: Sequence[object]) -> list[str]:
+    """The names of every list in `values`, each once, in the order first given."""
+    joined: list[str] = []
+    for value in values:
+        assert isinstance(value, list)  # a "union" setting is a list of names
+        joined.extend(str(name) for name in value if name not in joined)
+    return joined
 
 
 def _agents(*, table: dict[str, Any], path: Path | None) -> dict[str, Any]:
@@ -243,13 +279,24 @@ def laid_over(
 ) -> ConfigDoc:
     """`config` with the settings `names` taken again as a stage rerun takes them: a flag given
     now, else the run's own flag as recorded, else an EVAL_BANANA_* variable set now, else the
-    value recorded (the config file is not read again: its edits make config.json stale)."""
+    value recorded (the config file is not read again: its edits make config.json stale). A
+    "union" setting keeps the names recorded and adds those given now."""
     sections = config.settings.model_dump()
     sources = dict(config.sources)
     for name in names:
         spec = SETTINGS_BY_NAME[name]
         source: SettingSource
-        if name in cli_values:
+        if spec.combine == "union":
+            # The run's names stay masked: what is given now only adds to them.
+            recorded: list[object] = sections[spec.section][spec.key]
+            value, given = _union_layer(
+                spec=spec, from_file=recorded, cli_values=cli_values, environ=environ
+            )
+            if value == recorded:
+                continue  # nothing added now
+            ranks = (_SOURCE_RANKS.index(given), _SOURCE_RANKS.index(sources.get(name, "default")))
+            source = _SOURCE_RANKS[max(ranks)]
+        elif name in cli_values:
             value, source = _cli_value(spec=spec, value=cli_values[name]), "cli"
         elif sources.get(name) != "cli" and spec.env is not None and spec.env in environ:
             value, source = _env_value(spec=spec, raw=environ[spec.env]), "env"

@@ -370,3 +370,87 @@ def test_a_text_is_searched_only_for_the_secrets_it_may_hold(
     assert redactor.file(path) is True
     assert len(set(searched)) == 2, f"{len(set(searched))} secrets searched for, 2 there"
     assert path.read_text() == redactor.text(output)
+
+
+PRINTS_THREE_DSNS = """\
+import os
+for name in ("DSN_FILE", "DSN_VAR", "DSN_FLAG"):
+    print(name + "=" + os.environ[name])
+"""
+DSNS = {
+    "DSN_FILE": "postgres://u:pw-file01@db",
+    "DSN_VAR": "postgres://u:pw-var001@db",
+    "DSN_FLAG": "postgres://u:pw-flag01@db",
+}
+
+
+def _eb(*args: str, root: Path, environ: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "eval_banana", *args, "--cwd", str(root)],
+        capture_output=True, text=True, env=environ, stdin=subprocess.DEVNULL, timeout=120,
+    )  # fmt: skip
+
+
+def _three_dsn_project(root: Path) -> Path:
+    """A project that lists DSN_FILE in `[execution] redact`; its check prints three DSNs."""
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text(
+        '[core]\noutput_dir = "runs"\n\n[execution]\nredact = ["DSN_FILE"]\n'
+    )
+    (root / "eval_checks").mkdir()
+    (root / "eval_checks" / "dsns.yaml").write_text(
+        "schema_version: 1\nid: dsns\ntype: deterministic\ndescription: Prints three DSNs.\n"
+        f"script: {json.dumps(PRINTS_THREE_DSNS)}\n"
+    )
+    return root
+
+
+def _leaked(run_dir: Path) -> list[str]:
+    """`name in file` for each DSN written in clear in the run folder."""
+    return [
+        f"{name} in {path.relative_to(run_dir)}"
+        for path in _every_file(run_dir)
+        for name, value in DSNS.items()
+        if value.encode() in path.read_bytes()
+    ]
+
+
+def test_the_flag_and_the_variable_add_to_the_projects_redact_list(tmp_path: Path) -> None:
+    root = _three_dsn_project(tmp_path / "proj")
+    environ = {**os.environ, **DSNS, "EVAL_BANANA_REDACT": "DSN_VAR"}
+    run_dir = _eb_run(root=root, flags=["--redact", "DSN_FLAG"], environ=environ)
+    assert _leaked(run_dir) == []
+    config = json.loads((run_dir / "stages" / "config.json").read_text())
+    assert config["settings"]["execution"]["redact"] == ["DSN_FILE", "DSN_VAR", "DSN_FLAG"]
+    assert config["sources"]["execution.redact"] == "cli"
+    status = _eb("status", "--run-dir", str(run_dir), root=root, environ=environ)
+    assert status.returncode == 0, status.stdout + status.stderr
+    assert "config    stages/config.json     ok" in status.stdout
+
+
+def test_an_empty_redact_variable_keeps_the_projects_names(tmp_path: Path) -> None:
+    root = _three_dsn_project(tmp_path / "proj")
+    environ = {**os.environ, **DSNS, "EVAL_BANANA_REDACT": ""}
+    run_dir = _eb_run(root=root, flags=[], environ=environ)
+    stdout_file = next((run_dir / "checks").glob("dsns-*.stdout.txt")).read_text()
+    assert stdout_file.splitlines()[0] == f"DSN_FILE={MASK}"
+    assert not [leak for leak in _leaked(run_dir) if leak.startswith("DSN_FILE")]
+    config = json.loads((run_dir / "stages" / "config.json").read_text())
+    assert config["settings"]["execution"]["redact"] == ["DSN_FILE"]
+    status = _eb("status", "--run-dir", str(run_dir), root=root, environ=environ)
+    assert status.returncode == 0, status.stdout + status.stderr
+
+
+def test_a_rerun_of_execute_with_redact_keeps_the_names_the_run_masked(tmp_path: Path) -> None:
+    root = _three_dsn_project(tmp_path / "proj")
+    environ = {**os.environ, **DSNS}
+    run_dir = _eb_run(root=root, flags=["--redact", "DSN_VAR"], environ=environ)
+    rerun = _eb(
+        "stage", "execute", "--run-dir", str(run_dir), "--redact", "DSN_FLAG",
+        root=root, environ=environ,
+    )  # fmt: skip
+    assert rerun.returncode == 0, rerun.stderr
+    # What execute wrote again (report.json is stale, from the run that did not mask DSN_FLAG).
+    assert [leak for leak in _leaked(run_dir) if " in checks/" in leak] == []
+    stdout_file = next((run_dir / "checks").glob("dsns-*.stdout.txt")).read_text()
+    assert stdout_file == f"DSN_FILE={MASK}\nDSN_VAR={MASK}\nDSN_FLAG={MASK}\n"

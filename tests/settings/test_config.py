@@ -182,9 +182,9 @@ PRECEDENCE = [
         '["MY_DSN"]',
         ["MY_DSN"],
         "A_*, B",
-        ["A_*", "B"],
+        ["MY_DSN", "A_*", "B"],  # a "union" setting: each source adds its names
         ["--redact", "C, D_*", "--redact", "E"],
-        ["C", "D_*", "E"],
+        ["MY_DSN", "A_*", "B", "C", "D_*", "E"],
     ),
     ("cache.mode", '"on"', "on", "read-only", "read-only", ["--cache", "refresh"], "refresh"),
     ("harness.isolation", '"copy"', "copy", "off", "off", ["--isolation", "detect"], "detect"),
