@@ -2789,7 +2789,16 @@ def test_more_cases_than_max_cases_is_refused(
     monkeypatch.setenv("EVAL_BANANA_MAX_CASES", "4")
     validated = eb("validate", "--cwd", str(root))
     assert validated.exit_code == 2
+    # Named where it was set: the variable, which no key of the config file shows.
+    assert "has 5 cases, more than EVAL_BANANA_MAX_CASES (4)" in validated.stderr
+    assert "or raise EVAL_BANANA_MAX_CASES" in validated.stderr
+    monkeypatch.delenv("EVAL_BANANA_MAX_CASES")
+    config_file = root / ".eval-banana" / "config.toml"
+    config_file.write_text(config_file.read_text() + "[core]\nmax_cases = 4\n")
+    validated = eb("validate", "--cwd", str(root))
+    assert validated.exit_code == 2
     assert "has 5 cases, more than [core] max_cases (4)" in validated.stderr
+    assert f"or raise [core] max_cases in {config_file}" in validated.stderr
 
 
 def test_a_dataset_past_max_cases_is_counted_not_read(
@@ -2819,9 +2828,9 @@ def test_a_dataset_past_max_cases_is_counted_not_read(
     validated = eb("validate", "--cwd", str(root), "--json")
     told = sorted(error["message"] for error in json.loads(validated.stdout)["errors"])
     assert [re.sub(r" in \S+ has ", " has ", message) for message in told] == [
-        "Family 'both' has at least 5 cases, more than [core] max_cases (2)",
-        "Family 'fam' has 5 cases, more than [core] max_cases (2)",
-        "Family 'tab' has 5 cases, more than [core] max_cases (2)",
+        "Family 'both' has at least 5 cases, more than EVAL_BANANA_MAX_CASES (2)",
+        "Family 'fam' has 5 cases, more than EVAL_BANANA_MAX_CASES (2)",
+        "Family 'tab' has 5 cases, more than EVAL_BANANA_MAX_CASES (2)",
     ], told
     assert not any("not JSON" in message or "cells" in message for message in told)
 

@@ -107,12 +107,13 @@ def _expansion(
 ) -> Expansion:
     """The family `item` as it expands: its cases and problems."""
     from eval_banana.datasets.expand import expand_family
+    from eval_banana.datasets.sources import CaseLimit
 
     return expand_family(
         definition=item.definition,
         check_file=item.path,
         project_root=Path(config.project_root),
-        max_cases=config.settings.core.max_cases,
+        max_cases=CaseLimit.of(config=config),
         script=script.data if script is not None else None,
         skipped=skipped,
         check_text=item.data.decode("utf-8", errors="replace"),
@@ -232,12 +233,13 @@ def rows_of_broken_families(
             rows_only["case_schema"] = schema
         from eval_banana.datasets.expand import expand_family
         from eval_banana.datasets.globwalk import dataset_skipped
+        from eval_banana.datasets.sources import CaseLimit
 
         expansion = expand_family(
             definition=rows_only,
             check_file=path,
             project_root=Path(config.project_root),
-            max_cases=config.settings.core.max_cases,
+            max_cases=CaseLimit.of(config=config),
             skipped=dataset_skipped(config=config),
         )
         found.extend(problem_model(problem) for problem in expansion.problems)
@@ -258,12 +260,13 @@ def family_now(*, source_path: str, config: ConfigDoc) -> Expansion | None:
     frozen = freeze_script(yaml_path=source, script_path=script_path) if script_path else None
     from eval_banana.datasets.expand import expand_family
     from eval_banana.datasets.globwalk import dataset_skipped
+    from eval_banana.datasets.sources import CaseLimit
 
     return expand_family(
         definition=definition,
         check_file=source_path,
         project_root=Path(config.project_root),
-        max_cases=config.settings.core.max_cases,
+        max_cases=CaseLimit.of(config=config),
         script=frozen.data if frozen is not None else None,
         skipped=dataset_skipped(config=config),
         check_text=data.decode("utf-8", errors="replace"),

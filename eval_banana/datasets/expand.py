@@ -33,7 +33,7 @@ from eval_banana.datasets.problems import out_of_range, render_problems, row_pro
 from eval_banana.datasets.render import RenderProblem, json_kind
 from eval_banana.datasets.rows import Row
 from eval_banana.datasets.rowschema import error_message, first_error, row_validator
-from eval_banana.datasets.sources import dataset_rows, too_many
+from eval_banana.datasets.sources import CaseLimit, dataset_rows, too_many
 
 _LOGIC_HINT = "eb fills {{ case.<field> }} placeholders and runs no loops, conditions or filters"
 
@@ -114,7 +114,7 @@ def expand_family(
     definition: dict[str, Any],
     check_file: str,
     project_root: Path,
-    max_cases: int,
+    max_cases: CaseLimit,
     skipped: Skipped,
     script: bytes | None = None,
     check_text: str | None = None,
@@ -156,7 +156,7 @@ def expand_family(
             )
         )
         return Expansion(cases=[], files=[own, *files], problems=problems)
-    if len(rows) > max_cases:
+    if len(rows) > max_cases.limit:
         problems.append(
             too_many(family=family, check_file=check_file, count=len(rows), max_cases=max_cases)
         )

@@ -8,6 +8,7 @@ from typing import Any
 
 from eval_banana.datasets.expand import expand_family
 from eval_banana.datasets.globwalk import Skipped
+from eval_banana.datasets.sources import CaseLimit
 
 
 def case_digests_from(
@@ -15,7 +16,7 @@ def case_digests_from(
     *,
     definition: dict[str, Any],
     check_file: str,
-    max_cases: int,
+    max_cases: CaseLimit,
     script: bytes | None,
 ) -> dict[str, str] | None:
     """A family's cases (check id -> definition digest) had its dataset files held `contents`

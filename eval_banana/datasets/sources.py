@@ -5,13 +5,38 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from eval_banana.core.errors import DefinitionError
 from eval_banana.datasets.casesfrom import dataset_paths
 from eval_banana.datasets.globwalk import Skipped, is_glob, relative
 from eval_banana.datasets.reading import read_rows
 from eval_banana.datasets.rows import SUFFIXES, ItemLines, Row, TooManyRows
+from eval_banana.models.stages import ConfigDoc
+from eval_banana.settings.origin import setting_origin
+
+_MAX_CASES = "[core] max_cases"
+
+
+class CaseLimit(NamedTuple):
+    """`[core] max_cases`, with where it was set in the words of a message about it."""
+
+    limit: int
+    setting: str = _MAX_CASES  # what the message names: the variable when that set it
+    raise_at: str = _MAX_CASES  # where the hint says to raise it
+
+    @classmethod
+    def of(cls, *, config: ConfigDoc) -> CaseLimit:
+        """The run's limit, named where it was set (EVAL_BANANA_MAX_CASES is no key of the
+        config file: a user who set it looks for it in the environment)."""
+        origin = setting_origin(
+            name="core.max_cases", sources=config.sources, config_file=config.config_file
+        )
+        return cls(
+            limit=config.settings.core.max_cases,
+            setting=origin.named if origin.source == "env" else _MAX_CASES,
+            raise_at=origin.named,
+        )
 
 
 def dataset_rows(
@@ -21,7 +46,7 @@ def dataset_rows(
     check_file: str,
     skipped: Skipped,
     problems: list[DefinitionError],
-    max_cases: int,
+    max_cases: CaseLimit,
     check_text: str | None,
 ) -> tuple[list[Row], list[str]]:
     inline = definition.get("cases") or []
@@ -68,7 +93,9 @@ def dataset_rows(
                 continue
             try:
                 rows.extend(
-                    read_rows(path=path, file=file, problems=problems, limit=max_cases - len(rows))
+                    read_rows(
+                        path=path, file=file, problems=problems, limit=max_cases.limit - len(rows)
+                    )
                 )
             except DefinitionError as exc:
                 problems.append(exc)
@@ -125,16 +152,16 @@ def _refuse_ambiguous_scalars(
 
 
 def too_many(
-    *, family: str, check_file: str, count: int, max_cases: int, at_least: bool = False
+    *, family: str, check_file: str, count: int, max_cases: CaseLimit, at_least: bool = False
 ) -> DefinitionError:
     """A family of more cases than `[core] max_cases`; `at_least`: the datasets were not all
     counted (reading stopped at the one that went past the limit)."""
     return DefinitionError(
         f"Family '{family}' in {check_file} has {'at least ' if at_least else ''}{count:,} "
-        f"cases, more than [core] max_cases ({max_cases:,})",
+        f"cases, more than {max_cases.setting} ({max_cases.limit:,})",
         file=check_file,
         field_path="cases_from",
-        hint="split the dataset, narrow cases_from, or raise [core] max_cases",
+        hint=f"split the dataset, narrow cases_from, or raise {max_cases.raise_at}",
     )
 
 

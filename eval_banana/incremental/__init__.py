@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 from eval_banana.incremental.changed import CaseRows, changed_checks, compared_revision
 from eval_banana.incremental.lastfailed import resolve_last_failed
 from eval_banana.models.stages import ConfigDoc, ProblemModel
+from eval_banana.settings.origin import origin_in
 
 __all__ = ["CaseRows", "Incremental", "resolve_last_failed", "select_incremental"]
 
@@ -67,6 +68,7 @@ def select_incremental(
                             wanted=wanted, skipped=skipped, defined=defined
                         ),
                         count=None,
+                        config=config,
                     )
                 )
         elif wanted and runnable:  # (with none that can run, the run lists them skipped)
@@ -77,6 +79,7 @@ def select_incremental(
                         wanted=wanted, skipped=skipped, defined=defined
                     ),
                     count=len(runnable),
+                    config=config,
                 )
             )
     revision = compared_revision(selection=selection)
@@ -133,7 +136,9 @@ def _why_none_runs(*, remembered: _Remembered) -> str:
     return " or ".join(reasons)
 
 
-def _no_failure_runs(*, remembered: _Remembered, count: int | None) -> ProblemModel:
+def _no_failure_runs(
+    *, remembered: _Remembered, count: int | None, config: ConfigDoc
+) -> ProblemModel:
     """Said when failures are remembered but none of them can run, so --last-failed selects
     every check (`count` of them: a run of judges asked for its failures should not cost the
     whole suite without a word) or, under `--last-failed-none skip` (`count` None), none (an
@@ -147,9 +152,14 @@ def _no_failure_runs(*, remembered: _Remembered, count: int | None) -> ProblemMo
     )
     why = _why_none_runs(remembered=remembered)
     if count is None:
+        # Named where it was set (a variable or the file may say skip, with no flag given).
+        origin = origin_in(config=config, name="core.last_failed_none")
         return ProblemModel(
-            message=f"--last-failed: {who} {why}, so no check runs (--last-failed-none skip)",
-            hint="--last-failed-none all runs every selected check instead",
+            message=f"--last-failed: {who} {why}, so no check runs ({origin.given('skip')})",
+            hint=f"{origin.to_set('all')} to run every selected check instead",
+            file=origin.file,
+            field_path="core.last_failed_none" if origin.file else None,
+            line=origin.line,
         )
     return ProblemModel(
         message=f"--last-failed: {who} {why}, so all {count} selected checks run, as "

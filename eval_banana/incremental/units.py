@@ -107,11 +107,12 @@ def _past_expansion(
 ) -> Callable[[Mapping[str, bytes]], Mapping[str, str] | None]:
     """The family's case digests from its dataset files' contents at another revision."""
     from eval_banana.datasets.revisiondigests import case_digests_from
+    from eval_banana.datasets.sources import CaseLimit
 
     return functools.partial(
         case_digests_from,
         definition=item.definition,
         check_file=item.path,
-        max_cases=config.settings.core.max_cases,
+        max_cases=CaseLimit.of(config=config),
         script=script,
     )

@@ -23,9 +23,25 @@ GuardMode = Literal["run", "validate", "calibrate"]
 
 _NO_HARNESS = (
     "harness_judge check requires a harness but none is configured (first offender: {path}). "
-    "Fix: set [harness] agent in .eval-banana/config.toml or pass --harness-agent on the command "
-    "line."
+    "Fix: {fix}."
 )
+_CONFIGURE_AGENT = (
+    "set [harness] agent in .eval-banana/config.toml or pass --harness-agent on the command line"
+)
+
+
+def _no_harness_fix(*, config: ConfigDoc) -> str:
+    """How to name an agent: where the empty one was given (a variable or a flag set empty
+    clears the file's agent, so the file is not what to change), else the file or the flag."""
+    origin = origin_in(config=config, name="harness.agent")
+    if origin.source == "env":
+        return (
+            f"{origin.named} is set but empty, which means no agent: set it to an agent's name, "
+            "or unset it to use [harness] agent from the config file"
+        )
+    if origin.source == "cli":
+        return f"{origin.named} was given empty, which means no agent: pass an agent's name"
+    return _CONFIGURE_AGENT
 
 
 def _problem(
@@ -195,7 +211,8 @@ def guard(
     agent = config.settings.harness.agent
     if judges and not agent:
         offender = min(check.source_path for check in plan.checks if check.type == "harness_judge")
-        problems.append(_problem(_NO_HARNESS.format(path=offender), field_path="harness.agent"))
+        message = _NO_HARNESS.format(path=offender, fix=_no_harness_fix(config=config))
+        problems.append(_problem(message, field_path="harness.agent"))
     elif agent and (judges or mode == "validate"):
         harness, problems = _resolve(config=config)
         if harness is not None:

@@ -17,6 +17,7 @@ from eval_banana.core.files import (
 from eval_banana.core.realpaths import real_path
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ReportDoc, ReportFault, ScoreDoc
 from eval_banana.reporttext.markdown import render_markdown
+from eval_banana.settings.origin import origin_in
 from eval_banana.stagefiles.layout import REPORT_JSON, REPORT_MD, envelope
 from eval_banana.stagefiles.write import refusing_wrong_place, write_stage_model
 from eval_banana.stages.execute import document_digest, execution_ms
@@ -135,9 +136,11 @@ def selection_note(*, config: ConfigDoc, total: int, skipped: int) -> str | None
     if selection.changed_since is not None:
         return _changed_since_note(ref=selection.changed_since, skipped=skipped)
     if selection.last_failed and config.settings.core.last_failed_none == "skip":
+        # Named where it was set: a variable or the file may say skip, with no flag given.
+        origin = origin_in(config=config, name="core.last_failed_none")
         return (
             "No check was selected: none of the selected checks failed the last time it ran, "
-            "or those that did are skipped now (--last-failed-none skip)."
+            f"or those that did are skipped now ({origin.given('skip')})."
         )
     return None
 

@@ -10,6 +10,7 @@ import pytest
 from eval_banana.core.errors import DefinitionError
 from eval_banana.datasets.casesfrom import dataset_paths
 from eval_banana.datasets.globwalk import Skipped, dataset_scope, names_path
+from eval_banana.datasets.sources import CaseLimit
 from eval_banana.projectstate.patterns import file_pattern_regex
 from eval_banana.stagefiles.layout import envelope
 
@@ -116,7 +117,7 @@ def test_a_file_a_glob_matches_that_is_no_dataset_names_the_glob_narrowed(tmp_pa
             },
             check_file="c.yaml",
             project_root=tmp_path,
-            max_cases=10,
+            max_cases=CaseLimit(limit=10),
             skipped=Skipped(names=frozenset(), folders=frozenset()),
         )
         (problem,) = [p for p in expansion.problems if "data/notes.txt" in p.message]
@@ -144,7 +145,7 @@ def test_the_narrowed_glob_spells_the_suffix_as_the_dataset_files_do(tmp_path: P
         definition={"id": "f", "type": "deterministic", "description": "d", "cases_from": "data/*"},
         check_file="c.yaml",
         project_root=tmp_path,
-        max_cases=10,
+        max_cases=CaseLimit(limit=10),
         skipped=Skipped(names=frozenset(), folders=frozenset()),
     )
     (problem,) = expansion.problems

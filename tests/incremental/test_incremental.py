@@ -881,6 +881,29 @@ def test_a_remembered_failure_skipped_now_selects_as_none(
     assert "No check was selected" not in alone.stdout and "--last-failed" not in alone.stderr
 
 
+def test_skip_set_by_the_variable_is_named_as_the_variable(
+    eb: Callable[..., EbResult], project: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # EVAL_BANANA_LAST_FAILED_NONE=skip, no flag given: the note and the warning said
+    # "(--last-failed-none skip)", a flag nobody passed.
+    root = project({"eval_checks/qa.yaml": FAMILY})
+    assert run_later(eb, root, "--cache", "off").exit_code == 1
+    (root / "eval_checks/qa.yaml").write_text(
+        FAMILY.replace("{id: bad, ok: false}", "{id: bad, ok: false, skip: flaky}")
+    )
+    monkeypatch.setenv("EVAL_BANANA_LAST_FAILED_NONE", "skip")
+    none = run_later(eb, root, "--cache", "off", "--last-failed")
+    assert none.exit_code == 0 and "Score: 0/0" in none.stdout
+    assert ("those that did are skipped now (EVAL_BANANA_LAST_FAILED_NONE=skip).") in none.stdout, (
+        none.stdout
+    )
+    assert (
+        "so no check runs (EVAL_BANANA_LAST_FAILED_NONE=skip)\n"
+        "  hint: set EVAL_BANANA_LAST_FAILED_NONE=all to run every selected check instead\n"
+    ) in none.stderr, none.stderr
+    assert "--last-failed-none" not in none.stdout + none.stderr
+
+
 def test_a_check_that_empties_the_failure_record_while_it_runs_forgets_nothing(
     project: Callable[..., Path],
 ) -> None:

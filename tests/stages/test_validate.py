@@ -565,6 +565,31 @@ def test_guard_without_agent_names_first_offender(
     )
 
 
+def test_an_agent_cleared_by_an_empty_variable_or_flag_names_it_not_the_file(
+    project: Callable[..., Path], eb: Callable[..., EbResult], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The file names an agent; the variable (a CI variable left unset) or the flag set empty
+    # clears it, so setting [harness] agent in the file, as the fix once said, changes nothing.
+    root = project(
+        {"eval_checks/j.yaml": judge_yaml("j1")},
+        config='[harness]\nagent = "fake"\n[agents.fake]\ncommand = ["true"]\n',
+    )
+    monkeypatch.setenv("EVAL_BANANA_HARNESS_AGENT", "")
+    by_variable = eb("validate", "--cwd", str(root))
+    assert by_variable.exit_code == 2
+    assert (
+        "Fix: EVAL_BANANA_HARNESS_AGENT is set but empty, which means no agent: set it to an "
+        "agent's name, or unset it to use [harness] agent from the config file."
+    ) in by_variable.stderr, by_variable.stderr
+    assert ".eval-banana/config.toml or pass" not in by_variable.stderr
+    monkeypatch.delenv("EVAL_BANANA_HARNESS_AGENT")
+    by_flag = eb("validate", "--cwd", str(root), "--harness-agent", "")
+    assert by_flag.exit_code == 2
+    assert (
+        "Fix: --harness-agent was given empty, which means no agent: pass an agent's name."
+    ) in by_flag.stderr, by_flag.stderr
+
+
 def test_check_id_is_relaxed_and_matches_stripped_id(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:
