@@ -106,7 +106,9 @@ class CoreSettings(_Section):
 class DiscoverySettings(_Section):
     exclude_dirs: list[str] = Field(
         default_factory=lambda: list(DEFAULT_EXCLUDE_DIRS),
-        description="Folder names never walked into (replaces the default list).",
+        description="Folder names never walked into, wherever they are (replaces the default "
+        "list). A path (an entry holding a '/', as 'vendor/lib' or './vendor') never matches and "
+        "is refused; a trailing '/' is dropped ('vendor/' is vendor).",
     )
 
 

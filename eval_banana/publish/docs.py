@@ -79,7 +79,7 @@ _KIND_TYPES = {
     "count": "integer ≥ 0",
     "non_negative_number": "number ≥ 0 (0 = none)",
     "optional_string": "string",
-    "string_list": "list of strings",
+    "folder_names": "list of folder names",
     "glob_list": "list of glob patterns",
     "name_list": "list of strings",
     "string_table": "table of strings",

@@ -83,6 +83,8 @@ def _check_schema() -> dict[str, Any]:
 
 # A name in a name list (a variable, a prefix, a redacted pattern): what the file accepts.
 _NAME_PATTERN = "^[^=]+$"
+# A folder's name (`vendor`, or `vendor/`): no path, which only names never match.
+_FOLDER_NAME_PATTERN = "^(?!\\.{1,2}/?$)[^/]+/?$"
 
 
 def _section_properties(*, schema: dict[str, Any], section: str) -> dict[str, Any]:
@@ -105,6 +107,9 @@ def _add_file_rules(schema: dict[str, Any]) -> None:
         elif spec.kind == "name_list":
             field = _section_properties(schema=schema, section=spec.section)[spec.key]
             field["items"] = {**field["items"], "minLength": 1, "pattern": _NAME_PATTERN}
+        elif spec.kind == "folder_names":
+            field = _section_properties(schema=schema, section=spec.section)[spec.key]
+            field["items"] = {**field["items"], "pattern": _FOLDER_NAME_PATTERN}
     template = {"$ref": "#/definitions/AgentTemplate"}
     fields = schema["definitions"]["AgentTemplate"]["properties"]
     fields["command"]["minItems"] = 1

@@ -36,7 +36,7 @@ SettingKind = Literal[
     "count",  # integer >= 0, 0 meaning "none"
     "non_negative_number",  # finite number >= 0, 0 meaning "no limit" (booleans refused)
     "optional_string",  # harness strings: empty means unset
-    "string_list",  # TOML list of strings, replaced as a whole
+    "folder_names",  # TOML list of folder names (no '/': names are compared, never paths)
     "name_list",  # variable names or prefixes: comma-separated in a flag and a variable alike
     "string_table",  # TOML table of string -> string
     "repeat_count",  # integer from 1 to 20 (samples of a check)
@@ -349,7 +349,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         name="discovery.exclude_dirs",
         section="discovery",
         key="exclude_dirs",
-        kind="string_list",
+        kind="folder_names",
         env=None,
         flag=None,
         commands=(),
@@ -863,6 +863,22 @@ def _names(items: list[object]) -> list[str]:
     return [str(item) for item in items]
 
 
+def _folder_name(entry: str) -> str:
+    """One entry of a list of folder names, a trailing `/` dropped (`vendor/` names vendor);
+    a path can never match, as only the names of the folders walked are compared."""
+    name = entry[:-1] if entry.endswith("/") else entry
+    if name in ("", ".", ".."):
+        raise SettingValueError(f"entry {show(entry)} is no folder name")
+    if "/" in name:
+        leaf = next((part for part in reversed(name.split("/")) if part not in ("", ".")), "")
+        instead = f"; write {show(leaf)} to leave out every folder of that name" if leaf else ""
+        raise SettingValueError(
+            f"entry {show(entry)} is a path, which never matches: only folder names are "
+            f"compared{instead}"
+        )
+    return name
+
+
 def _split_names(text: str) -> list[object]:
     """A variable's or a flag's list of names: comma-separated; blanks around items and empty
     items are dropped."""
@@ -880,7 +896,7 @@ def quoted_choices(choices: tuple[str, ...]) -> str:
 # or a report line, would start a line of its own (which GitHub Actions runs as a `::` workflow
 # command). `[harness.env]` values are set verbatim for the agent and may hold anything.
 _NAMING_KINDS = frozenset(
-    {"path", "optional_path", "optional_string", "string_list", "name_list", "glob_list"}
+    {"path", "optional_path", "optional_string", "folder_names", "name_list", "glob_list"}
 )
 
 
@@ -933,10 +949,10 @@ def _coerce_typed(*, spec: SettingSpec, value: object) -> object:
         if not math.isfinite(number) or number < 0:
             raise SettingValueError("must be a non-negative number (0 means no limit)")
         return number
-    if kind == "string_list":
+    if kind == "folder_names":
         if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
             raise SettingValueError("must be a list of strings")
-        return list(value)
+        return [_folder_name(entry) for entry in value]
     if kind == "name_list":
         if not isinstance(value, list | tuple):
             raise SettingValueError("must be a list of non-empty names without '='")

@@ -78,7 +78,7 @@ def _type_hint(*, spec: SettingSpec) -> str | None:
         "path": f'write e.g. {spec.key} = "path/to/dir" (a quoted string)',
         "optional_path": f'write e.g. {spec.key} = "path/to/file" (a quoted string)',
         "optional_string": f'write a quoted string, or "" to leave {spec.name} unset',
-        "string_list": f'write e.g. {spec.key} = ["a", "b"]',
+        "folder_names": f'write folder names, e.g. {spec.key} = ["vendor", "node_modules"]',
         "glob_list": f'write e.g. {spec.key} = ["build/**", "*.log"]',
         "name_list": f'write e.g. {spec.key} = ["NAME_1", "NAME_2"]',
         "string_table": 'write e.g. [harness.env] then NAME = "value" lines',
@@ -118,7 +118,7 @@ def _cli_value(*, spec: SettingSpec, value: object) -> object:
             hint=f"drop {label} to use {spec.env}, [{spec.section}] {spec.key} or the default",
         )
     try:
-        if isinstance(value, str) and spec.kind not in ("string_list", "string_table"):
+        if isinstance(value, str) and spec.kind not in ("folder_names", "string_table"):
             return coerce_text(spec=spec, text=value)
         return coerce_typed(spec=spec, value=value)
     except SettingValueError as exc:

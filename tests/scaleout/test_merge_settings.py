@@ -121,7 +121,7 @@ def _other_value(spec: SettingSpec) -> object:
         "optional_path": "elsewhere.xml",
         "threshold": 0.25 if default == 0.5 else 0.5,
         "optional_string": "other",
-        "string_list": ["other"],
+        "folder_names": ["other"],
         "name_list": ["OTHER_NAME"],
         "string_table": {"OTHER_NAME": "other"},
         "glob_list": ["other/**"],

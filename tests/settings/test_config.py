@@ -1244,3 +1244,55 @@ def test_an_s3_endpoint_that_is_no_http_url_is_a_setting_error_where_it_is_used(
         assert eb_process(root, "validate", env=unused).returncode == 0
     config.write_text('[cache]\nmode = "on"\nremote_endpoint = "https://minio.internal:9000"\n')
     assert eb_process(root, "validate", env=base).returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("entry", "instead"), [("vendor/lib", "lib"), ("./vendor", "vendor"), ("a//b/", "b")]
+)
+def test_an_exclude_dirs_entry_that_is_a_path_is_refused(
+    tmp_path: Path, eb: Callable[..., EbResult], entry: str, instead: str
+) -> None:
+    # Only folder names are compared: a path never matched, and the folder's checks still ran.
+    (tmp_path / "vendor" / "lib" / "eval_checks").mkdir(parents=True)
+    (tmp_path / "vendor" / "lib" / "eval_checks" / "c.yaml").write_text(
+        "schema_version: 1\ntype: deterministic\nid: vendored\ndescription: x\nscript: print(1)\n"
+    )
+    config = write_config(tmp_path, f'[discovery]\nexclude_dirs = ["{entry}"]\n')
+    result = eb("validate", "--cwd", str(tmp_path), "--json")
+    assert result.exit_code == 2
+    (error,) = json.loads(result.stdout)["errors"]
+    assert error["message"].startswith(
+        f'discovery.exclude_dirs entry "{entry}" is a path, which never matches: only folder '
+        f'names are compared; write "{instead}" to leave out every folder of that name'
+    ), error
+    assert (error["file"], error["field_path"], error["line"]) == (
+        str(config),
+        "discovery.exclude_dirs",
+        2,
+    )
+
+
+def test_an_exclude_dirs_entry_with_a_trailing_slash_names_the_folder(
+    tmp_path: Path, eb: Callable[..., EbResult]
+) -> None:
+    (tmp_path / "vendor" / "eval_checks").mkdir(parents=True)
+    (tmp_path / "vendor" / "eval_checks" / "c.yaml").write_text(
+        "schema_version: 1\ntype: deterministic\nid: vendored\ndescription: x\nscript: print(1)\n"
+    )
+    (tmp_path / "eval_checks").mkdir()
+    (tmp_path / "eval_checks" / "c.yaml").write_text(
+        "schema_version: 1\ntype: deterministic\nid: mine\ndescription: x\nscript: print(1)\n"
+    )
+    write_config(tmp_path, '[discovery]\nexclude_dirs = ["vendor/", ".eval-banana"]\n')
+    doc = resolve(tmp_path)
+    assert doc.settings.discovery.exclude_dirs == ["vendor", ".eval-banana"]
+    listed = eb("list", "--cwd", str(tmp_path))
+    assert "mine" in listed.stdout and "vendored" not in listed.stdout, listed.stdout
+    assert eb("validate", "--cwd", str(tmp_path)).exit_code == 0
+
+
+@pytest.mark.parametrize("entry", ["", ".", "..", "/"])
+def test_an_exclude_dirs_entry_that_names_no_folder_is_refused(tmp_path: Path, entry: str) -> None:
+    write_config(tmp_path, f'[discovery]\nexclude_dirs = ["{entry}"]\n')
+    with pytest.raises(ConfigError, match=re.escape(f'entry "{entry}" is no folder name')):
+        resolve(tmp_path)
