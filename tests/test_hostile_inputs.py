@@ -277,6 +277,45 @@ def test_an_empty_output_dir_in_the_config_file_is_refused_like_the_environment_
     assert env.exit_code == 2 and "EVAL_BANANA_OUTPUT_DIR must not be empty" in env.stderr
 
 
+@pytest.mark.parametrize(
+    ("config", "variable", "argv", "said"),
+    [
+        (
+            '[core]\noutput_dir = " "\n',
+            None,
+            [],
+            '[core] output_dir must not be empty or blank, got " "',
+        ),
+        ("", " ", [], "EVAL_BANANA_OUTPUT_DIR must not be empty or blank, got ' '"),
+        ("", None, ["--output-dir", "\t"], '--output-dir must not be empty or blank, got "\\t"'),
+        (
+            "",
+            None,
+            ["--cache", "on", "--cache-dir", "  "],
+            "--cache-dir must not be empty or blank",
+        ),
+        ('[history]\ndir = " "\n', None, [], '[history] dir must not be empty or blank, got " "'),
+    ],
+)
+def test_a_blank_folder_is_refused_like_an_empty_one(
+    project: Callable[..., Path],
+    eb: Callable[..., EbResult],
+    monkeypatch: pytest.MonkeyPatch,
+    config: str,
+    variable: str | None,
+    argv: list[str],
+    said: str,
+) -> None:
+    # It passed the rule for an empty folder and made a folder named " " in the project.
+    root = project({"eval_checks/a.yaml": check_yaml("a")}, config=config)
+    if variable is not None:
+        monkeypatch.setenv("EVAL_BANANA_OUTPUT_DIR", variable)
+    result = eb("run", "--cwd", str(root), *argv)
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert said in result.stderr, result.stderr
+    assert sorted(path.name for path in root.iterdir()) == [".eval-banana", "eval_checks"]
+
+
 def test_empty_cache_and_history_flags_write_nothing_into_the_project_root(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:

@@ -125,9 +125,10 @@ def _empty_paths_rule() -> str:
     names = ", ".join(f"`[{spec.section}] {spec.key}`" for spec in folders)
     roots = " and ".join(f'`{spec.flag} ""`' for spec in folders if spec.empty_flag_is_root)
     return (
-        f"{names} must not be empty, whether a flag, a variable or the file sets it (an empty "
-        f"folder would put its files straight into the project root); only {roots} is "
-        "allowed, and means the project root."
+        f"{names} must not be empty or blank (spaces only), whether a flag, a variable or the "
+        "file sets it (an empty folder would put its files straight into the project root, a "
+        f"blank one make a folder named by spaces there); only {roots} is allowed, and means "
+        "the project root."
     )
 
 

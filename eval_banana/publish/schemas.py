@@ -103,7 +103,8 @@ def _add_file_rules(schema: dict[str, Any]) -> None:
 
     for spec in SETTINGS:
         if spec.kind == "path":  # an empty folder would put eb's files into the project root
-            _section_properties(schema=schema, section=spec.section)[spec.key]["minLength"] = 1
+            field = _section_properties(schema=schema, section=spec.section)[spec.key]
+            field.update({"minLength": 1, "pattern": "\\S"})  # nor blank: a folder of spaces
         elif spec.kind == "name_list":
             field = _section_properties(schema=schema, section=spec.section)[spec.key]
             field["items"] = {**field["items"], "minLength": 1, "pattern": _NAME_PATTERN}

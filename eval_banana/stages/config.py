@@ -50,11 +50,11 @@ def _file_value(*, spec: SettingSpec, table: dict[str, Any], path: Path | None) 
     if path is None or not isinstance(section, dict) or spec.key not in section:
         return _MISSING
     raw = section[spec.key]
-    if spec.kind == "path" and raw == "":
+    if spec.kind == "path" and _blank(raw):
         # The same refusal as for an empty environment variable: an empty folder name would put
         # run folders straight into the project root.
         raise ConfigError(
-            f"[{spec.section}] {spec.key} must not be empty (in {path})",
+            f"[{spec.section}] {spec.key} must not be empty or blank, got {show(raw)} (in {path})",
             file=str(path),
             field_path=spec.name,
             hint=f"delete the key to use the default ({show(spec.default)}), or name a folder",
@@ -89,12 +89,18 @@ def _type_hint(*, spec: SettingSpec) -> str | None:
     return hints.get(spec.kind, f"write e.g. {spec.key} = 1 (a number without quotes)")
 
 
+def _blank(value: object) -> bool:
+    """An empty or whitespace-only folder name: "" would put eb's files into the project root,
+    and " " makes a folder named by spaces there, which nobody means."""
+    return isinstance(value, str) and not value.strip()
+
+
 def _env_value(*, spec: SettingSpec, raw: str) -> object:
     assert spec.env is not None
-    if spec.kind == "path" and raw == "":
+    if spec.kind == "path" and _blank(raw):
         # An empty value would put run folders straight into the project root.
         raise ConfigError(
-            f"{spec.env} must not be empty",
+            f"{spec.env} must not be empty or blank, got {given_value(raw)}",
             field_path=spec.name,
             hint=f"unset {spec.env} to use [{spec.section}] {spec.key} or the default",
         )
@@ -109,11 +115,11 @@ def _env_value(*, spec: SettingSpec, raw: str) -> object:
 
 def _cli_value(*, spec: SettingSpec, value: object) -> object:
     label = spec.flag or spec.name
-    if spec.kind == "path" and value == "" and not spec.empty_flag_is_root:
+    if spec.kind == "path" and _blank(value) and (value != "" or not spec.empty_flag_is_root):
         # As from the file and the variable: an empty folder name would scatter the cache (its
         # secret key too) or the history records over the project root.
         raise ConfigError(
-            f"{label} must not be empty",
+            f"{label} must not be empty or blank, got {show(value)}",
             field_path=spec.name,
             hint=f"drop {label} to use {spec.env}, [{spec.section}] {spec.key} or the default",
         )

@@ -1120,7 +1120,7 @@ def test_an_empty_folder_flag_is_refused_like_the_file_and_the_variable(
     tmp_path: Path, flag: str, name: str
 ) -> None:
     error = config_error(tmp_path, cli=cli_from_argv([flag, ""]))
-    assert error.message == f"{flag} must not be empty"
+    assert error.message == f'{flag} must not be empty or blank, got ""'
     assert error.field_path == name
     assert [spec.name for spec in SETTINGS if spec.empty_flag_is_root] == ["core.output_dir"]
 
