@@ -161,7 +161,7 @@ def check_components(*, check: PlannedCheck, context: KeyContext) -> list[Compon
         ("check_definition_sha256", check.check_definition_sha256),
         # What runs is the plan's definition: a verdict reached on one edited in plan.json
         # is never stored under the key of the definition its check file makes.
-        ("planned_definition", planned_definition_digest(check.definition)),
+        ("planned_definition", planned_definition_digest(definition=check.definition)),
         ("input_scope", "project" if inputs is None else "declared"),
         # A case's family files are in its definition digest, not in its input state.
         (

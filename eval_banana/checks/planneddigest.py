@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 
-def planned_definition_digest(definition: dict[str, Any]) -> str:
+def planned_definition_digest(*, definition: dict[str, Any]) -> str:
     """`sha256:<hex>` of `definition` as sorted, compact, ASCII JSON: the same for the dict
     validate planned and for the one read back from plan.json."""
     text = json.dumps(definition, sort_keys=True, separators=(",", ":"), allow_nan=False)

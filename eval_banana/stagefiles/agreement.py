@@ -76,7 +76,7 @@ def _plan(doc: PlanDoc) -> Inconsistency | None:
             return f"{where}.definition", "its id or type differs from the check's"
         if (
             check.definition_sha256 is not None
-            and planned_definition_digest(check.definition) != check.definition_sha256
+            and planned_definition_digest(definition=check.definition) != check.definition_sha256
         ):
             # Execute runs this definition: one edited after validate is not the check file's.
             return f"{where}.definition", (

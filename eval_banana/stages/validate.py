@@ -19,6 +19,7 @@ from eval_banana.checks.keywords import compile_selector
 from eval_banana.checks.loading import Holder, Loaded, load_strict, parse_each, reader_over
 from eval_banana.checks.planned import (
     case_template,
+    fill_definition_digests,
     plan_case,
     plan_check,
     skipped_check,
@@ -386,6 +387,7 @@ def shard_of_plan(
 
 def write_validate_stage(*, run_dir: Path, outcome: ValidationOutcome) -> str:
     """Write the frozen scripts, then plan.json; return plan.json's digest."""
+    fill_definition_digests(checks=outcome.plan.checks)
     for relative, data in outcome.snapshots.items():
         with refusing_wrong_place(path=run_dir / relative, stage="validate"):
             write_bytes_atomic(path=run_dir / relative, data=data)

@@ -104,7 +104,7 @@ def test_a_verdict_run_on_an_edited_definition_is_keyed_by_that_definition(tmp_p
 
         check = document["checks"][0]
         check["definition"]["script"] = "import sys; sys.exit(0)\n"
-        check["definition_sha256"] = planned_definition_digest(check["definition"])
+        check["definition_sha256"] = planned_definition_digest(definition=check["definition"])
 
     _edit(run_dir, "plan.json", forged)
     _eb("stage", "guard", "--run-dir", str(run_dir), cwd=root)
