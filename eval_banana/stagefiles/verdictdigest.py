@@ -31,11 +31,9 @@ def verdict_digest(result: CheckResult) -> str:
         result.family,
         is_flaky(result.details),
         result.details.get(NOT_RUN) is True,
+        # A family's gate counts a case the run's stop ended part-way as not run.
+        result.details.get(STOPPED) is True,
     ]
-    if result.details.get(STOPPED) is True:
-        # A family's gate counts such a case not run. Appended only when set: every other
-        # result's digest is the one an execute.json recorded before `stopped` was digested.
-        fields.append("stopped")
     text = json.dumps(fields, separators=(",", ":"), allow_nan=False)
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
