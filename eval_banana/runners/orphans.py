@@ -22,13 +22,15 @@ handle), its guardian ends what its checks left where it can (runners/guardian.p
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import os
+import select
 import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 from eval_banana.core.log import Logger
@@ -44,8 +46,10 @@ _PR_SET_CHILD_SUBREAPER = 36
 # Bounded so that a check forking without end cannot hold its end forever.
 _ROUNDS = 64
 _FREEZE_WAIT = 0.05  # seconds a process is given to stop once sent SIGSTOP
+_END_WAIT = 2.0  # seconds the processes of one killed tree are given to end before reaping
 
 _lock = threading.Lock()
+_reaping = threading.Lock()  # reaping by pid, where the kernel has no pidfds (see _Pinned)
 _counter = itertools.count(1)
 _launched: set[int] = set()  # check processes started by run_process and not yet reaped
 _active: set[bytes] = set()  # tokens of checks that are still running
@@ -164,59 +168,161 @@ def _token_of(pid: int) -> bytes | None:
     return None
 
 
-def _kill(pid: int, *, own_child: bool) -> None:
-    """SIGKILL a process, every process below it and the process group of each; reap it when
-    it is our child, and those below it that became ours as their parents died."""
-    below = _frozen_tree(root=pid)
-    for victim in [pid, *below]:
-        _kill_one(victim)
-    if own_child:
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
-        # Parents first: once one is reaped, its children are ours (eb is their subreaper).
-        for victim in below:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(victim, 0)
+class _Pinned:
+    """One process, held so that eb signals and reaps that process and no other.
+
+    A pid alone may name another process by the time eb acts on it: a leftover another thread
+    reaped first, its number taken by a new check's process or by one of eb's helpers. Waiting
+    on that number stole the new child's exit status from its own waiter (which then read 0: a
+    pass). So each process is pinned with a pidfd (Linux 5.3+), checked to be the one found
+    only once pinned, then signalled and reaped through the pidfd, never waited for. Where the
+    kernel has no pidfds, signals go by pid and a process is reaped only once it is a zombie
+    child of eb, under a lock all reaping here takes: only this module reaps a leftover (no
+    waiter of eb's knows its pid), so no other thread can reap it first."""
+
+    def __init__(self, *, pid: int, fd: int | None) -> None:
+        self.pid = pid
+        self.fd = fd
+
+    @classmethod
+    def pin(cls, *, pid: int, is_it: Callable[[int], bool]) -> _Pinned | None:
+        """The process `pid`, if `is_it` holds of it once pinned and it can be signalled."""
+        try:
+            fd: int | None = os.pidfd_open(pid)
+        except ProcessLookupError:
+            return None
+        except (OSError, AttributeError):
+            fd = None  # a kernel without pidfds
+        pinned = cls(pid=pid, fd=fd)
+        # Asked once pinned, and the process still there after the answer: the answer was
+        # about the pinned process, not about one that took its number since.
+        if is_it(pid) and pinned.signal(0):
+            return pinned
+        pinned.close()
+        return None
+
+    def signal(self, signum: int) -> bool:
+        """Send `signum`; whether the process was there (and eb allowed) to take it."""
+        try:
+            if self.fd is not None:
+                signal.pidfd_send_signal(self.fd, signum)
+            else:
+                os.kill(self.pid, signum)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+
+    def kill(self) -> None:
+        """SIGKILL the process and, when it leads one, its process group."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            # A daemon that called setsid leads its own group; asked while it is alive, so
+            # the group's number is still its own.
+            if os.getpgid(self.pid) == self.pid and self.signal(0):
+                os.killpg(self.pid, signal.SIGKILL)
+        self.signal(signal.SIGKILL)
+
+    def ended(self) -> bool:
+        if self.fd is not None:  # a pidfd reads ready once its process has ended
+            return bool(select.select([self.fd], [], [], 0)[0])
+        return _state(self.pid) in {"Z", "X", None}
+
+    def reap(self) -> None:
+        """Collect the process's exit when it has ended and is eb's child; never wait."""
+        if self.fd is not None:
+            try:
+                os.waitid(os.P_PIDFD, self.fd, os.WEXITED | os.WNOHANG)
+                return
+            except ChildProcessError:
+                return  # not eb's, or reaped already
+            except OSError:
+                pass  # Linux 5.3 has pidfds but cannot wait on one: as without them
+        with _reaping:
+            if _state(self.pid) == "Z" and _parent_of(self.pid) == os.getpid():
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(self.pid, os.WNOHANG)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
-def _kill_one(pid: int) -> None:
-    """SIGKILL a process and, when it leads one, its process group."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        pgid = os.getpgid(pid)
-        if pgid == pid:  # a daemon that called setsid leads its own group
-            os.killpg(pgid, signal.SIGKILL)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.kill(pid, signal.SIGKILL)
+def _kill(pid: int, *, is_it: Callable[[int], bool]) -> bool:
+    """SIGKILL a process that `is_it` (asked once it is pinned), every process below it and
+    the process group of each, and reap those that are, or became, eb's children; whether
+    it was there to kill."""
+    root = _Pinned.pin(pid=pid, is_it=is_it)
+    if root is None:
+        return False
+    tree = [root, *_frozen_tree(root=root)]
+    try:
+        for process in tree:
+            process.kill()
+        _wait_ended(processes=tree)
+        # Each that ended handed its children to eb (their subreaper), so all can be reaped.
+        for process in tree:
+            process.reap()
+    finally:
+        for process in tree:
+            process.close()
+    return True
 
 
-def _frozen_tree(*, root: int) -> list[int]:
+def _wait_ended(*, processes: list[_Pinned]) -> None:
+    """Wait, at most _END_WAIT, until every process has ended: a killed process is gone within
+    a moment, but one stuck in the kernel may take longer (a later scan reaps it)."""
+    deadline = time.monotonic() + _END_WAIT
+    for process in processes:
+        while not process.ended() and time.monotonic() < deadline:
+            time.sleep(0.001)
+
+
+def _frozen_tree(*, root: _Pinned) -> list[_Pinned]:
     """Every process below `root` (`root` too is stopped), parents first, each stopped with
     SIGSTOP before its children are read: a chain of daemons, each the parent of the next,
     cannot fork another level while it is walked, and is ended whole at once instead of one
-    level per scan."""
-    below: list[int] = []
-    seen = {root}
+    level per scan. A child is pinned, then checked to be the child of the process whose
+    children named it: its number may have been taken meanwhile."""
+    below: list[_Pinned] = []
+    seen = {root.pid}
     waiting = [root] if _freeze(root) else []
     while waiting:
-        for child in sorted(_children(of=waiting.pop()) - seen):
-            seen.add(child)
+        parent = waiting.pop()
+        for pid in sorted(_children(of=parent.pid) - seen):
+            seen.add(pid)
+            child = _Pinned.pin(pid=pid, is_it=functools.partial(_has_parent, parent=parent.pid))
+            if child is None:
+                continue
             if _freeze(child):
                 below.append(child)
                 waiting.append(child)
+            else:
+                child.close()
     return below
 
 
-def _freeze(pid: int) -> bool:
+def _has_parent(pid: int, *, parent: int) -> bool:
+    return _parent_of(pid) == parent
+
+
+def _freeze(process: _Pinned) -> bool:
     """Stop a process and wait (briefly) until it has stopped; whether it could be signalled.
     A process eb may not signal is left alone: it may not be killed either."""
-    try:
-        os.kill(pid, signal.SIGSTOP)
-    except (ProcessLookupError, PermissionError):
+    if not process.signal(signal.SIGSTOP):
         return False
     deadline = time.monotonic() + _FREEZE_WAIT
-    while _state(pid) not in {"T", "t", "Z", "X", None} and time.monotonic() < deadline:
+    while _state(process.pid) not in {"T", "t", "Z", "X", None} and time.monotonic() < deadline:
         time.sleep(0.001)
     return True
+
+
+def _parent_of(pid: int) -> int | None:
+    """A process's parent's pid, from /proc, or None when it is gone."""
+    try:
+        stat = read_regular(f"/proc/{pid}/stat")
+    except OSError:
+        return None
+    return int(stat.rsplit(b")", 1)[1].split()[1])
 
 
 def _state(pid: int) -> str | None:
@@ -236,33 +342,42 @@ def end_check(*, token: str) -> int:
         _active.discard(wanted)
     if not _subreaper:
         return 0
-    found = 0
-    for _ in _rounds(what="the processes a check left behind"):
+
+    def scan() -> int:
         # Read outside the lock, which every check's start and end takes: with eight checks
         # at once, reading /proc under it queued them all behind each other. A child another
         # check starts meanwhile carries that check's token, so it is never taken for an orphan.
         children = _children()
         with _lock:
             candidates = children - _launched
-        orphans = [pid for pid in candidates if _token_of(pid) == wanted]
-        if not orphans:
-            break
-        for pid in orphans:
-            _kill(pid, own_child=True)
-        found += len(orphans)
+        carries_it = functools.partial(_carries, token=wanted)
+        return sum(_kill(pid, is_it=carries_it) for pid in candidates if carries_it(pid))
+
+    found = _scan_until_none(scan=scan, what="the processes a check left behind")
     # After those: a killed daemon's own children, which carry no token, surface meanwhile.
     return found + _end_tokenless_leftovers()
 
 
-def _rounds(*, what: str) -> Iterator[int]:
-    """The scans of one search, up to _ROUNDS; the caller stops at one that finds nothing.
-    Said when the bound is reached: something (`what`) may be left."""
-    yield from range(_ROUNDS)
+def _carries(pid: int, *, token: bytes) -> bool:
+    return _token_of(pid) == token
+
+
+def _scan_until_none(*, scan: Callable[[], int], what: str) -> int:
+    """Run `scan` (which ends what it finds and says how many) until one finds nothing, up to
+    _ROUNDS times; how many were ended. Said when the last scan allowed still found some:
+    something (`what`) may be left."""
+    found = 0
+    for _ in range(_ROUNDS):
+        ended = scan()
+        if not ended:
+            return found
+        found += ended
     logger.warning(
         "eb gave up ending %s after %d scans that each found more; some may still be running",
         what,
         _ROUNDS,
     )
+    return found
 
 
 def end_run() -> int:
@@ -283,50 +398,54 @@ def _end_tokenless_leftovers() -> int:
     no check is running (one that is may have left them, or be starting one: a child between
     its fork and its exec has no token yet); how many there were. The lock is held meanwhile,
     so no check starts while eb looks."""
-    found = 0
     with _lock:
         if _active:
             return 0
-        for _ in _rounds(what="the processes checks left behind"):
-            leftovers = _tokenless_leftovers(children=_children())
-            if not leftovers:
-                break
-            for pid in leftovers:
-                _kill(pid, own_child=True)
-            found += len(leftovers)
-    return found
+        return _scan_until_none(
+            scan=_kill_tokenless_leftovers, what="the processes checks left behind"
+        )
 
 
-def _tokenless_leftovers(*, children: set[int]) -> list[int]:
-    """Of eb's `children`, those in a session other than eb's that are neither a check's own
+def _kill_tokenless_leftovers() -> int:
+    """Kill those of eb's children in a session other than eb's that are neither a check's own
     process nor the guardian and carry no token: what a check left behind (see the module's
-    docstring). A zombie among them is reaped by the kill."""
-    session = os.getsid(0)
+    docstring); how many. A zombie among them is reaped by the kill. Called with the lock held."""
+    is_it = functools.partial(_left_without_token, session=os.getsid(0), own=_own_children())
+    return sum(_kill(pid, is_it=is_it) for pid in _children() if is_it(pid))
+
+
+def _own_children() -> set[int]:
+    """The children of eb a check did not leave: the checks' own processes, the guardian."""
     own = set(_launched)
     if _guardian is not None:
         own.add(_guardian.pid)
-    found: list[int] = []
-    for pid in children - own:
-        try:
-            if os.getsid(pid) == session:
-                continue  # git, a forked helper: eb's own
-        except OSError:
-            continue  # gone meanwhile
-        if _token_of(pid) is None:
-            found.append(pid)
-    return found
+    return own
+
+
+def _left_without_token(pid: int, *, session: int, own: set[int]) -> bool:
+    """Whether `pid` is a child of eb a check left with no token (see _kill_tokenless_leftovers).
+    Asked again once the process is pinned: its number may since name another process, eb's
+    own or none of eb's."""
+    if pid in own or _parent_of(pid) != os.getpid():
+        return False
+    try:
+        if os.getsid(pid) == session:
+            return False  # git, a forked helper: eb's own
+    except OSError:
+        return False  # gone meanwhile
+    return _token_of(pid) is None
 
 
 def _kill_ended_checks_processes() -> int:
     if not sys.platform.startswith("linux"):
         return 0
     prefix = _own_prefix()
-    found = 0
-    for _ in _rounds(what="the processes of the run's checks"):
-        children = _children()
+
+    def scan() -> int:
         with _lock:
             running = set(_launched)
             active = set(_active)
+        is_it = functools.partial(_of_an_ended_check, prefix=prefix, active=active)
         victims = []
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
@@ -334,12 +453,14 @@ def _kill_ended_checks_processes() -> int:
             pid = int(entry.name)
             if pid in running or pid == os.getpid():
                 continue
-            token = _token_of(pid)
-            if token is not None and token.startswith(prefix) and token not in active:
+            if is_it(pid):
                 victims.append(pid)
-        if not victims:
-            break
-        for pid in victims:
-            _kill(pid, own_child=pid in children)
-        found += len(victims)
-    return found
+        return sum(_kill(pid, is_it=is_it) for pid in victims)
+
+    return _scan_until_none(scan=scan, what="the processes of the run's checks")
+
+
+def _of_an_ended_check(pid: int, *, prefix: bytes, active: set[bytes]) -> bool:
+    """Whether `pid` carries the token of a check of this eb process that has ended."""
+    token = _token_of(pid)
+    return token is not None and token.startswith(prefix) and token not in active
