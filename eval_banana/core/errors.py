@@ -349,6 +349,18 @@ class WriteFault(EvalBananaError):
             return ResourceFault.met(exc=exc, doing=f"opening {path} to write it", path=str(path))
         return cls(path=str(path), cause=exc.strerror or str(exc) or type(exc).__name__)
 
+    def with_earlier(self, *, earlier: str, hint: str | None) -> WriteFault:
+        """This fault (its class, path, cause and what eb failed to do) told with what became
+        of the file an earlier run left at its path, and the hint `hint`."""
+        # Made without __init__, whose arguments differ between the kinds of fault.
+        told = type(self).__new__(type(self))
+        told.__dict__.update(self.__dict__)
+        told.earlier = earlier
+        told.hint = hint
+        told.message = f"{told.said}; the run is aborted"
+        told.args = (told.message,)
+        return told
+
     def outside_a_run(self) -> WriteFault:
         """This fault as a command that is no run tells it (`eb list`, `eb status`): what
         failed, and nothing of a run being aborted."""

@@ -305,12 +305,12 @@ def fault_clearing_earlier(
 ) -> WriteFault:
     """`fault`, a report that could not be written at `path`, once the file an earlier run
     left there is cleared (`clear_stale_file`): told with what became of that file (the one
-    place every report's fault says it), its hint `fix`. A ResourceFault is told as it is:
-    what eb was doing, with its own fix."""
+    place every report's fault says it), its hint `fix`; its class and what eb failed to do
+    are kept. A ResourceFault is told as it is: what eb was doing, with its own fix."""
     earlier = clear_stale_file(path=path, keep_name=keep_name)
     if isinstance(fault, ResourceFault):
         return fault
-    return WriteFault(path=fault.path, cause=fault.cause, earlier=earlier.told(), hint=fix)
+    return fault.with_earlier(earlier=earlier.told(), hint=fix)
 
 
 def clear_stale_file(*, path: Path, keep_name: bool = False) -> StaleFile:
