@@ -13,15 +13,12 @@ import json
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ghenv import env, fail, flag, pull_request_number, set_output, workdir
-
-# report.md's own escaping (the Action installs the eb it comments for), so a judge's words
-# show in the comment as words: no link, image, raw HTML or `<!--` (docs/compatibility.md).
-from eval_banana.reporttext.markdown import md_cell, md_text
 
 MARKER = "<!-- eval-banana:comment -->"
 # Who writes the comments of a workflow's own token (`github.token`), as REST names it.
@@ -34,24 +31,59 @@ CUT_NOTE = "... (cut to fit a GitHub comment: the full report is in the run's ar
 _LISTED = 25
 
 
-def _status(report: dict[str, Any]) -> str:
+Escape = Callable[[str], str]
+
+
+def escapers() -> tuple[Escape, Escape] | None:
+    """report.md's own escaping (md_cell, md_text), so a judge's words show in the comment as
+    words: no link, image, raw HTML or `<!--` (docs/compatibility.md). None when the eb
+    installed has none: the install failed (this step runs anyway, to say the run did not
+    finish) or an older eb was pinned. Imported here, not at the top, for that reason."""
+    try:
+        from eval_banana.reporttext.markdown import md_cell, md_text
+    except ImportError:
+        return None
+    return md_cell, md_text
+
+
+def _status(report: dict[str, Any], *, exit_code: str) -> str:
     if report.get("aborted_by"):
         return "aborted"
-    return "passed" if report.get("run_passed") else "did not pass"
+    # eb's exit code is the verdict the job gates on; the report's may be the better one only
+    # when eb ended the run after writing it (exit 3: report.html or JUnit not written).
+    passed = report.get("run_passed") and exit_code in ("", "0")
+    return "passed" if passed else "did not pass"
 
 
-def summary(report: dict[str, Any]) -> str:
+def _ended_after_report(*, exit_code: str) -> list[str]:
+    """A line saying the run ended otherwise than its report says, as the step summary does."""
+    if exit_code in ("", "0", "1"):
+        return []
+    return [
+        f"**eb ended this run with exit {exit_code} after writing this report**: the counts "
+        "below are what the checks earned; the run did not pass (the run's log says why).",
+        "",
+    ]
+
+
+def summary(report: dict[str, Any], *, exit_code: str) -> str:
     """The verdict, the counts and the checks that did not pass (the first few)."""
     passed, total = report.get("passed_checks", 0), report.get("total_checks", 0)
     threshold = float(report.get("pass_threshold", 1.0)) * 100
     lines = [
-        f"**{_status(report)}**: {passed}/{total} checks passed "
+        *_ended_after_report(exit_code=exit_code),
+        f"**{_status(report, exit_code=exit_code)}**: {passed}/{total} checks passed "
         f"({float(report.get('percentage', 0.0)):.1f} %, threshold {threshold:.0f} %)",
     ]
     if report.get("cached_checks"):
         lines.append(f"{report['cached_checks']} verdicts reused from the cache.")
     bad = [c for c in report.get("checks", []) if c.get("status") != "passed"]
-    if bad:
+    escaping = escapers()
+    if bad and escaping is None:
+        # Without report.md's escaping a judge's words could become markup: none are shown.
+        lines.append(f"\n{len(bad)} checks did not pass: see the run's report.")
+    elif bad and escaping is not None:
+        md_cell, md_text = escaping
         lines += ["", "| check | status | reason |", "| --- | --- | --- |"]
         for check in bad[:_LISTED]:
             # Cut before escaping, so that no escape is cut in half.
@@ -126,12 +158,17 @@ def body() -> str:
     parts = [MARKER, "### eval_banana", ""]
     finished = bool(report_path) and Path(report_path).is_file()
     if finished:
-        parts.append(summary(json.loads(Path(report_path).read_text(encoding="utf-8"))))
+        report = json.loads(Path(report_path).read_text(encoding="utf-8"))
+        parts.append(summary(report, exit_code=env("EB_EXIT_CODE")))
     else:
         # No report of this run's own (run.py names none it did not write): no verdict to show.
+        code = env("EB_EXIT_CODE")
         parts.append(
-            f"**did not finish**: eb exited {env('EB_EXIT_CODE') or '?'} before writing this "
-            "run's report (the run's log says why)."
+            f"**did not finish**: eb exited {code} before writing this run's report (the run's "
+            "log says why)."
+            if code
+            else "**did not finish**: eb did not run (a step before it failed: the job's log "
+            "says why)."
         )
     if env("EB_BASELINE_DIR") and run_dir and finished:
         parts += ["", diff(baseline=env("EB_BASELINE_DIR"), run_dir=run_dir)]
@@ -170,7 +207,7 @@ def author() -> str | None:
     other token is asked: GraphQL's `viewer` answers for an app's token (`<app>[bot]`) and a
     person's alike, where REST's /user refuses an app.
     """
-    if flag("EB_TOKEN_IS_GITHUB_TOKEN"):
+    if flag("EB_TOKEN_IS_GITHUB_TOKEN", called="EB_TOKEN_IS_GITHUB_TOKEN"):
         return ACTIONS_BOT
     asked = ["api", "graphql", "-f", "query=query { viewer { login } }"]
     done = subprocess.run(

@@ -19,14 +19,19 @@ def env(name: str, default: str = "") -> str:
     return os.environ.get(name, default).strip()
 
 
-def flag(name: str) -> bool:
-    """An input of `true`/`false` (GitHub passes every input as text)."""
-    value = env(name).lower()
-    if value in ("", "false", "0", "no", "off"):
+def flag(name: str, *, called: str) -> bool:
+    """A `true`/`false` value (GitHub passes every input as text); empty is false.
+
+    Only those two words, in any case: action.yml's `if:` conditions compare an input with
+    'true' as GitHub does (case-insensitively), so a `yes` or `1` accepted here would turn a
+    script's part on while the steps around it stay off. `called` names the value in the error.
+    """
+    value = env(name)
+    if value.lower() in ("", "false"):
         return False
-    if value in ("true", "1", "yes", "on"):
+    if value.lower() == "true":
         return True
-    fail(f"{name}={value!r} is not true or false")
+    fail(f'{called}={value!r} is not true or false: write "true" or "false"')
     return False  # pragma: no cover - fail() exits
 
 

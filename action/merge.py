@@ -11,11 +11,14 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from ghenv import env, fail, set_output, workdir
+from ghenv import env, fail, flag, set_output, workdir
 from runfolder import holds_anything, set_run_outputs
 
 
 def main() -> None:
+    # The comment step's `if:` compares the input with 'true': any other word is refused here
+    # rather than silently posting nothing.
+    flag("EB_COMMENT", called="input comment")
     shards = Path(env("EB_SHARDS_DIR"))
     folders = sorted(str(p) for p in shards.iterdir() if p.is_dir()) if shards.is_dir() else []
     if not folders:

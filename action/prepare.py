@@ -57,13 +57,32 @@ def _baseline(*, root: Path) -> None:
     set_output("baseline-dir", str(target))
 
 
-def _cache(*, root: Path, event: dict[str, Any], shard: tuple[str, str]) -> None:
-    cache_on = flag("EB_CACHE")
+def from_another_repository(*, event: dict[str, Any]) -> bool:
+    """Whether the event is a pull request whose head is not in the base repository.
+
+    Its head repository says whose code runs, not whether that repository is a fork of
+    something: a pull request between two branches of a forked repository is that
+    repository's own, and one whose head repository was deleted (`head.repo` null) can no
+    longer be told apart from a stranger's, so it counts as one.
+    """
+    pull = event.get("pull_request")
+    if not isinstance(pull, dict):
+        return False
+    head = (pull.get("head") or {}).get("repo")
+    base = (pull.get("base") or {}).get("repo")
+    if not isinstance(head, dict) or not isinstance(base, dict):
+        return True
+    head_name, base_name = head.get("full_name"), base.get("full_name")
+    return not head_name or head_name != base_name
+
+
+def _cache(*, cache_on: bool, root: Path, event: dict[str, Any], shard: tuple[str, str]) -> None:
     set_output("cache-path", str(root / (env("EB_CACHE_PATH") or ".eval-banana/cache")))
-    pull = event.get("pull_request") or {}
-    fork = bool(((pull.get("head") or {}).get("repo") or {}).get("fork"))
-    # Pull requests from forks reuse verdicts but never write them (docs/incremental.md).
-    set_output("cache-mode", "read-only" if cache_on and fork else "")
+    fork = from_another_repository(event=event)
+    # eb's cache is off unless told: with the input on, the job's own runs use it (`on`), and
+    # pull requests from forks reuse verdicts but never write them (docs/incremental.md).
+    # run.py decides how the mode reaches eb (a mode the project chose stands on trusted runs).
+    set_output("cache-mode", ("read-only" if fork else "on") if cache_on else "")
     set_output("cache-save", "true" if cache_on and not fork else "false")
     # A shard's checks depend on K and N alone, so each shard keeps a cache of its own slice.
     scope = f"{_PREFIX}-shard{shard[0]}of{shard[1]}" if shard[0] else _PREFIX
@@ -74,21 +93,32 @@ def _cache(*, root: Path, event: dict[str, Any], shard: tuple[str, str]) -> None
     set_output("cache-restore-keys", "\n".join(f"{scope}-{name}-" for name in ordered))
 
 
+def _artifact(*, shard: tuple[str, str]) -> str:
+    """The artifact name: the input as it is, or for a shard `<input>-K` (`eval-shard-K` by
+    default), since every shard job uploads one and a name taken twice fails the upload."""
+    name = env("EB_ARTIFACT")
+    if not shard[0]:
+        return name
+    # A shard's run folder is what the merge action collects, so it is always kept.
+    return f"{name or 'eval-shard'}-{shard[0]}"
+
+
 def main() -> None:
     root = workdir()
     if not root.is_dir():
         fail(f"input working-directory={env('EB_WORKING_DIRECTORY')!r} is not a folder ({root})")
     shard = _shard()
-    if shard[0] and flag("EB_COMMENT"):
+    # Both are read before anything else, so a word other than true/false stops the job here.
+    cache_on = flag("EB_CACHE", called="input cache")
+    comment_on = flag("EB_COMMENT", called="input comment")
+    if shard[0] and comment_on:
         # Each shard sees its slice only; the merge action comments on the whole run.
         fail("inputs shard and comment together: comment from the merge action instead")
     set_output("shard", env("EB_SHARD"))
-    # A shard's run folder is what the merge action collects, so it is always kept.
-    artifact = env("EB_ARTIFACT") or (f"eval-shard-{shard[0]}" if shard[0] else "")
-    set_output("artifact-name", artifact)
+    set_output("artifact-name", _artifact(shard=shard))
     set_output("output-dir", str(root / (env("EB_OUTPUT_DIR") or "eval-results")))
     _baseline(root=root)
-    _cache(root=root, event=event(), shard=shard)
+    _cache(cache_on=cache_on, root=root, event=event(), shard=shard)
     set_output("pr-number", pull_request_number())
 
 

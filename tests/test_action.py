@@ -193,14 +193,14 @@ def github(tmp_path: Path) -> Iterator[FakeGitHub]:
 
 
 def _write_event(path: Path, *, fork: bool) -> None:
-    path.write_text(
-        json.dumps(
-            {
-                "pull_request": {"number": 7, "head": {"repo": {"fork": fork}}},
-                "repository": {"default_branch": "trunk"},
-            }
-        )
-    )
+    head = "stranger/shop" if fork else "acme/shop"
+    _write_pull_request(path, head={"full_name": head, "fork": fork})
+
+
+def _write_pull_request(path: Path, *, head: dict[str, Any] | None) -> None:
+    """A pull_request event into acme/shop from the head repository `head` (None: deleted)."""
+    pull = {"number": 7, "head": {"repo": head}, "base": {"repo": {"full_name": "acme/shop"}}}
+    path.write_text(json.dumps({"pull_request": pull, "repository": {"default_branch": "trunk"}}))
 
 
 def _break_check(github: FakeGitHub, name: str) -> None:
@@ -261,7 +261,7 @@ def test_prepare_works_out_the_cache_key_the_shard_and_the_pull_request(
         "eb-verdicts-shard2of4-main-",
         "eb-verdicts-shard2of4-trunk-",
     ]
-    assert prepared["cache-save"] == "true" and prepared["cache-mode"] == ""
+    assert prepared["cache-save"] == "true" and prepared["cache-mode"] == "on"
     assert prepared["baseline-kind"] == "none"
 
 
@@ -282,7 +282,7 @@ def test_prepare_refuses_inputs_that_cannot_work(github: FakeGitHub) -> None:
     for inputs, message in (
         ({"EB_SHARD": "5/4"}, "input shard='5/4' is not K/N"),
         ({"EB_SHARD": "auto"}, "input shard='auto' is not K/N"),
-        ({"EB_CACHE": "yes please"}, "EB_CACHE='yes please' is not true or false"),
+        ({"EB_CACHE": "yes please"}, "input cache='yes please' is not true or false"),
         ({"EB_BASELINE": "some/where"}, "input baseline='some/where' is not a folder under"),
         ({"EB_SHARD": "1/2", "EB_COMMENT": "true"}, "inputs shard and comment together"),
     ):
@@ -668,3 +668,128 @@ def test_each_action_reads_only_what_it_declares_and_its_scripts_write(path: Pat
         match = re.fullmatch(r"\$\{\{ steps\.([a-z-]+)\.outputs\.([a-z-]+) \}\}", output["value"])
         assert match is not None and match.group(2) in written[match.group(1)], name
     assert {"exit-code", "run-dir", "report-json"} <= set(action["outputs"])
+
+
+def _cache_mode_of(ran: dict[str, str]) -> str:
+    config = json.loads((Path(ran["run-dir"]) / "stages" / "config.json").read_text())
+    mode: str = config["settings"]["cache"]["mode"]
+    return mode
+
+
+def test_the_cache_input_turns_eb_s_cache_on_for_the_job_s_own_runs(github: FakeGitHub) -> None:
+    """eb's cache is off by default: `cache: true` alone must store verdicts and reuse them."""
+    prepared = _prepare(github, EB_CACHE="true")
+    first = _run(github, prepared)
+    assert first["exit-code"] == "0" and _cache_mode_of(first) == "on"
+    # The folder the save step keeps now exists; the next job's run reuses every verdict.
+    assert (github.workspace / ".eval-banana" / "cache").is_dir()
+    second = _run(github, {**prepared, "output-dir": str(github.workspace / "second")})
+    assert json.loads(Path(second["report-json"]).read_text())["cached_checks"] == 3
+    # A mode the project's file or the job's environment chose stands, and `args` beat both.
+    config = github.workspace / ".eval-banana" / "config.toml"
+    config.write_text('[cache]\nmode = "refresh"\n')
+    by_file = _run(github, {**prepared, "output-dir": str(github.workspace / "third")})
+    assert _cache_mode_of(by_file) == "refresh"
+    config.write_text("")
+    by_env = _run(
+        github,
+        {**prepared, "output-dir": str(github.workspace / "fourth")},
+        EVAL_BANANA_CACHE_MODE="off",
+    )
+    assert _cache_mode_of(by_env) == "off"
+    by_args = _run(
+        github, {**prepared, "output-dir": str(github.workspace / "fifth")}, EB_ARGS="--cache off"
+    )
+    assert _cache_mode_of(by_args) == "off"
+    # Without the input the Action sets no mode: eb's own default (off) is kept.
+    assert _prepare(github)["cache-mode"] == ""
+
+
+def test_a_fork_stays_read_only_whatever_args_or_the_project_say(github: FakeGitHub) -> None:
+    _write_event(github.event, fork=True)
+    (github.workspace / ".eval-banana" / "config.toml").write_text('[cache]\nmode = "on"\n')
+    prepared = _prepare(github, EB_CACHE="true")
+    ran = _run(github, prepared, EB_ARGS="--cache on", EVAL_BANANA_CACHE_MODE="on")
+    assert ran["exit-code"] == "0" and _cache_mode_of(ran) == "read-only"
+    assert not (github.workspace / ".eval-banana" / "cache").exists()
+
+
+def test_the_comment_tells_a_run_eb_ended_after_its_report_from_a_pass(
+    github: FakeGitHub,
+) -> None:
+    """report.json says the checks passed, but eb ended with exit 3 (JUnit not written)."""
+    prepared = _prepare(github)
+    ran = _run(github, prepared, EB_ARGS="--junit-xml /dev/full")
+    assert ran["exit-code"] == "3" and ran["report-json"]
+    assert json.loads(Path(ran["report-json"]).read_text())["run_passed"] is True
+    _comment(github, prepared, ran)
+    body = github.comments()[0]["body"]
+    assert "**eb ended this run with exit 3 after writing this report**" in body
+    assert "**did not pass**: 3/3 checks passed" in body and "**passed**" not in body
+
+
+def test_the_comment_is_posted_without_eval_banana_installed(github: FakeGitHub) -> None:
+    """The install failed (or an older eb was pinned): the comment still replaces the last
+    push's, saying this run did not finish, or giving its counts without the judges' words."""
+    bare = [sys.executable, "-E", "-S", str(SCRIPTS / "comment.py")]  # no site, no PYTHONPATH
+    environ = github.environ(
+        EB_RUN_DIR="",
+        EB_REPORT_JSON="",
+        EB_EXIT_CODE="",
+        EB_BASELINE_DIR="",
+        EB_TOKEN_IS_GITHUB_TOKEN="true",
+    )
+    done = subprocess.run(bare, cwd=github.workspace, env=environ, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "**did not finish**: eb did not run" in github.comments()[0]["body"]
+    _break_check(github, "beta")
+    prepared = _prepare(github)
+    ran = _run(github, prepared)
+    environ.update(EB_RUN_DIR=ran["run-dir"], EB_REPORT_JSON=ran["report-json"], EB_EXIT_CODE="1")
+    done = subprocess.run(bare, cwd=github.workspace, env=environ, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    body = github.comments()[0]["body"]
+    assert "**did not pass**: 2/3 checks passed" in body
+    assert "1 checks did not pass: see the run's report." in body and "| `beta`" not in body
+
+
+def test_a_true_or_false_input_is_refused_in_any_other_word(github: FakeGitHub) -> None:
+    """action.yml's `if:` compares these inputs with 'true': `yes` would save a cache never
+    restored, and `on` would post no comment, silently."""
+    for inputs, message in (
+        ({"EB_CACHE": "yes"}, "input cache='yes' is not true or false"),
+        ({"EB_COMMENT": "on"}, "input comment='on' is not true or false"),
+        ({"EB_COMMENT": "1", "EB_SHARD": "1/2"}, "input comment='1' is not true or false"),
+    ):
+        done = github.step("prepare.py", **inputs)
+        assert done.returncode == 2 and message in done.stderr, (inputs, done.stderr)
+    # GitHub compares text case-insensitively, so `True` is true in both places.
+    assert _prepare(github, EB_CACHE="True", EB_COMMENT="FALSE")["cache-save"] == "true"
+    merged = github.step("merge.py", EB_COMMENT="yes", EB_SHARDS_DIR=str(github.root))
+    assert merged.returncode == 2 and "input comment='yes' is not true or false" in merged.stderr
+
+
+def test_a_fork_is_a_head_repository_other_than_the_base(github: FakeGitHub) -> None:
+    # A fork deleted since it opened the pull request: no head repository to trust.
+    _write_pull_request(github.event, head=None)
+    prepared = _prepare(github, EB_CACHE="true")
+    assert (prepared["cache-mode"], prepared["cache-save"]) == ("read-only", "false")
+    # Two branches of a repository that is itself a fork: its own pull request.
+    _write_pull_request(github.event, head={"full_name": "acme/shop", "fork": True})
+    prepared = _prepare(github, EB_CACHE="true")
+    assert (prepared["cache-mode"], prepared["cache-save"]) == ("on", "true")
+
+
+def test_each_shard_uploads_an_artifact_of_its_own_name(github: FakeGitHub) -> None:
+    names = [_prepare(github, EB_SHARD=f"{k}/2", EB_ARTIFACT="eval-report") for k in (1, 2)]
+    assert [n["artifact-name"] for n in names] == ["eval-report-1", "eval-report-2"]
+    assert _prepare(github, EB_SHARD="2/2")["artifact-name"] == "eval-shard-2"
+    assert _prepare(github, EB_ARTIFACT="eval-report")["artifact-name"] == "eval-report"
+
+
+def test_ci_md_takes_the_baseline_from_main_s_own_pushes() -> None:
+    """A pull request's run from a fork's branch named main is no baseline of main."""
+    text = (REPO / "docs" / "ci.md").read_text(encoding="utf-8")
+    section = text.split("## The eval_banana Action", 1)[1].split("\n## ", 1)[0]
+    listing = re.search(r"gh run list [^\n]*\\\n[^\n]*", section)
+    assert listing is not None and "--event push" in listing.group(), section
