@@ -199,10 +199,17 @@ class Comparison:
             processes["index"] = git.start(args=[*git.INDEX_LISTING, *spec, *holders], cwd=repo.top)
             if _may_name_a_revision(revision):
                 # `revision^{commit}` fails here as it does in rev-parse (finish asks that).
+                # The user's config must not hide a change: a submodule's `ignore` in
+                # .gitmodules or diff.ignoreSubmodules would drop a newly recorded commit
+                # (the flag outranks both), diff.relative would drop paths outside the folder.
                 processes["cached"] = git.start(
                     args=[
+                        "-c",
+                        "diff.relative=false",
                         "diff",
                         "--cached",
+                        "--ignore-submodules=none",
+                        "--no-color",
                         "--no-ext-diff",
                         "--no-textconv",
                         "--no-renames",

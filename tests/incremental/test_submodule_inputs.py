@@ -107,6 +107,35 @@ def test_a_state_and_a_comparison_narrowed_to_a_file_in_a_submodule_hold_the_sub
     assert changes.diff.changed == ("vendor/lib",)
 
 
+@pytest.mark.parametrize(
+    "hide",
+    [
+        ("config", "-f", ".gitmodules", "submodule.vendor/lib.ignore", "all"),
+        ("config", "diff.ignoreSubmodules", "all"),
+    ],
+)
+@pytest.mark.parametrize("staged_only", [False, True])
+def test_a_submodule_config_says_to_ignore_still_counts_its_new_recorded_commit(
+    tmp_path: Path, hide: tuple[str, ...], staged_only: bool
+) -> None:
+    """`ignore = all` in .gitmodules (or diff.ignoreSubmodules) hides the submodule from `git
+    diff`; eb's comparison must not inherit that, committed or only staged."""
+    root = _project(tmp_path, inputs=["vendor/lib/**"])
+    git(root, *hide)
+    git(root, "commit", "-q", "--allow-empty", "-am", "hide the submodule from diffs")
+    (root / "vendor/lib/lib.py").write_text("VALUE = 2\n")
+    git(root / "vendor/lib", "commit", "-q", "-am", "break")
+    # `git add` and `commit` honour diff.ignoreSubmodules too: the user records it regardless.
+    unhidden = ("-c", "diff.ignoreSubmodules=none")
+    git(root, *unhidden, "add", "vendor/lib")
+    if not staged_only:
+        git(root, *unhidden, "commit", "-q", "-m", "bump the library")
+    since = "HEAD" if staged_only else "HEAD~1"
+    changed = eb_process(root, "run", "--changed-since", since, "--cache", "off")
+    assert changed.returncode == 1, changed.stdout + changed.stderr
+    assert _verdicts(changed.stdout) == ["- lib_value: failed - AssertionError"]
+
+
 def _project_reading_the_submodule_by_its_files(tmp_path: Path, *, cases_from: str) -> Path:
     """A project whose `vendor/lib` is a submodule holding a check's `script_path:` script and
     a family's dataset (`cases_from`), both with `inputs:` elsewhere, beside a check `other`."""
