@@ -200,12 +200,27 @@ def _setup_error(*, exc: Exception, revision: str, named: str, root: str) -> Cha
     message = exc.message if isinstance(exc, ProjectStateError) else str(exc)
     hint = "check the state of the repository (git status)"
     if isinstance(exc, UnknownRevision):
-        hint = (
-            f"fetch {revision} first (a shallow CI checkout may lack it: fetch it, or check out "
-            "with the full history)"
-        )
+        hint = _revision_hint(exc=exc, revision=revision)
     return ChangeSelectionError(
         f"--changed-since {named}: {message}", field_path="changed_since", hint=hint
+    )
+
+
+def _revision_hint(*, exc: UnknownRevision, revision: str) -> str:
+    """What to give --changed-since instead, by why `revision` names no commit."""
+    if exc.problem == "range":
+        base = revision.split("..")[0] or "main"
+        return (
+            "--changed-since compares with one commit, not a range: give the base alone "
+            f"({base}) or where the branch left it ($(git merge-base {base} HEAD))"
+        )
+    if exc.problem == "not_a_name":
+        return (
+            "give a branch, a tag or a commit id (git reads a value starting with '-' as an option)"
+        )
+    return (
+        f"fetch {revision} first (a shallow CI checkout may lack it: fetch it, or check out "
+        "with the full history)"
     )
 
 

@@ -8,7 +8,7 @@ import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain
 from pathlib import Path
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from eval_banana.core.errors import ProjectStateError
 from eval_banana.core.ownmark import OwnFolders, own_folders_listed
@@ -31,9 +31,18 @@ from eval_banana.projectstate.prefixes import (
 )
 from eval_banana.projectstate.state import StateDiff, hash_file
 
+# Why a revision names no commit, for the hint said with it: `not_a_name` (blank, or read by
+# git as an option), `range` (two commits: `a..b`, `a...b`, `a^!`), `unknown` (no such commit
+# here: not fetched, or rewritten and pruned).
+RevisionProblem = Literal["not_a_name", "range", "unknown"]
+
 
 class UnknownRevision(ProjectStateError):
-    """The revision does not name a commit of the repository."""
+    """The revision does not name a commit of the repository; `problem` says why."""
+
+    def __init__(self, message: str, *, problem: RevisionProblem) -> None:
+        super().__init__(message)
+        self.problem: RevisionProblem = problem
 
 
 def _may_name_a_revision(revision: str) -> bool:
@@ -41,16 +50,29 @@ def _may_name_a_revision(revision: str) -> bool:
     return bool(revision.strip()) and not revision.startswith("-")
 
 
+def _names_a_range(revision: str) -> bool:
+    """Whether git reads `revision` as a range of commits. No ref or commit name holds "..",
+    so one before a `:` (after it: a path, or the text a `:/` search looks for) is a range."""
+    name = revision.partition(":")[0]
+    return ".." in name or name.endswith(("^!", "^@")) or "^-" in name
+
+
 def resolve_revision(*, repo: git.Repository, revision: str) -> str:
     """The commit id `revision` names; UnknownRevision when it names none."""
     if not _may_name_a_revision(revision):
-        raise UnknownRevision(f"'{revision}' is not a revision name")
+        raise UnknownRevision(f"'{revision}' is not a revision name", problem="not_a_name")
+    if _names_a_range(revision):
+        raise UnknownRevision(
+            f"'{revision}' is a range of commits, not one commit", problem="range"
+        )
     process = git.start(
         args=["rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}"], cwd=repo.top
     )
     out, _ = process.communicate()
     if process.returncode != 0 or not out.strip():
-        raise UnknownRevision(f"'{revision}' names no commit in the repository at {repo.top}")
+        raise UnknownRevision(
+            f"'{revision}' names no commit in the repository at {repo.top}", problem="unknown"
+        )
     return out.decode("ascii").strip()
 
 
@@ -197,7 +219,7 @@ class Comparison:
             )
             # Entries git never compares with the work tree, which `status` never reports.
             processes["index"] = git.start(args=[*git.INDEX_LISTING, *spec, *holders], cwd=repo.top)
-            if _may_name_a_revision(revision):
+            if _may_name_a_revision(revision) and not _names_a_range(revision):
                 # `revision^{commit}` fails here as it does in rev-parse (finish asks that).
                 # The user's config must not hide a change: a submodule's `ignore` in
                 # .gitmodules or diff.ignoreSubmodules would drop a newly recorded commit

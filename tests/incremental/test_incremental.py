@@ -187,6 +187,26 @@ def test_outside_git_and_unknown_revisions_are_setup_errors(
     assert json.loads(as_json.stdout)["error"]["kind"] == "selection_error"
 
 
+@pytest.mark.parametrize(
+    ("given", "said", "hint"),
+    [
+        ("main...HEAD", "is a range of commits", "give the base alone (main)"),
+        ("main..HEAD", "is a range of commits", "$(git merge-base main HEAD)"),
+        ("HEAD^!", "is a range of commits", "not a range"),
+        ("--output=x", "is not a revision name", "git reads a value starting with '-'"),
+    ],
+)
+def test_a_range_or_an_option_is_not_told_to_be_fetched(
+    tmp_path: Path, eb: Callable[..., EbResult], given: str, said: str, hint: str
+) -> None:
+    """A range names two commits, an option none: fetching would not help either."""
+    root = repo(tmp_path)
+    result = eb("list", "--cwd", str(root), f"--changed-since={given}")
+    assert result.exit_code == 2
+    assert f"'{given}' {said}" in result.stderr and hint in result.stderr, result.stderr
+    assert "fetch" not in result.stderr
+
+
 def test_a_changed_since_git_cannot_answer_leaves_no_run_folder(
     tmp_path: Path, eb: Callable[..., EbResult], project: Callable[..., Path]
 ) -> None:
