@@ -388,3 +388,47 @@ def test_a_row_changed_since_left_out_is_planned_once_it_differs_from_the_pinned
     assert updated.returncode == 1, updated.stdout + updated.stderr
     assert _report(root) == {"rows[a]": "passed", "rows[c]": "failed"}
     assert _eb(root, "status").returncode == 0
+
+
+def test_a_pinned_commit_a_rebase_and_gc_removed_makes_the_plan_stale_and_update_refuse(
+    tmp_path: Path,
+) -> None:
+    """The commit a --changed-since run pinned, rewritten by a rebase and pruned: nothing can
+    say whether an input edited since selects a check more, so status calls the plan stale
+    (it said every stage was ok) and `eb update` refuses (it passed), naming the commit."""
+    root = init_repo(
+        tmp_path / "proj",
+        {
+            ".gitignore": ".eval-banana/results/\n.eval-banana/lastfailed.json\n",
+            ".eval-banana/config.toml": "",
+            "eval_checks/a.yaml": GRADES.format(name="chk_a"),
+            "eval_checks/b.yaml": GRADES.format(name="chk_b"),
+            "out/chk_a.json": '{"ok": true}',
+            "out/chk_b.json": '{"ok": true}',
+        },
+    )
+    git(root, "checkout", "-q", "-b", "feat")
+    (root / "t.txt").write_text("tmp\n")
+    commit_all(root, "tmp")
+    pinned = git(root, "rev-parse", "HEAD").strip()
+    (root / "out" / "chk_a.json").write_text('{"ok": true }')
+    commit_all(root, "touch chk_a")
+    made = _eb(root, "run", "--changed-since", "HEAD~1")
+    assert made.returncode == 0, made.stdout + made.stderr
+    assert _report(root) == {"chk_a": "passed"}
+    # Reword the pinned commit and drop the old one from the object store.
+    git(root, "reset", "-q", "--soft", "HEAD~2")
+    git(root, "commit", "-q", "-m", "both at once")
+    git(root, "reflog", "expire", "--expire=now", "--all")
+    git(root, "gc", "-q", "--prune=now")
+    assert subprocess.run(["git", "cat-file", "-e", pinned], cwd=root).returncode != 0
+    (root / "out" / "chk_b.json").write_text('{"ok": false}')
+    status = _eb(root, "status")
+    assert status.returncode == 1, status.stdout
+    gone = f"pinned to commit {pinned}, which the repository no longer holds"
+    assert gone in status.stdout and "eb update plans against it" not in status.stdout
+    assert "eb run --changed-since <ref>" in status.stdout
+    updated = _eb(root, "update")
+    assert updated.returncode == 2, updated.stdout + updated.stderr
+    assert f"the run was pinned to commit {pinned}" in updated.stderr
+    assert "fetch " + pinned + " first" not in updated.stderr

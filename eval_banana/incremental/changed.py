@@ -21,7 +21,12 @@ from eval_banana.core.errors import ChangeSelectionError, ProjectStateError
 from eval_banana.core.realpaths import real_path
 from eval_banana.models.config import Selection
 from eval_banana.models.stages import ConfigDoc
-from eval_banana.projectstate.git import GitNotStarted, GitRefused, NotARepository
+from eval_banana.projectstate.git import (
+    GitNotStarted,
+    GitRefused,
+    NotARepository,
+    find_repository,
+)
 from eval_banana.projectstate.links import links_met
 from eval_banana.projectstate.patterns import InputPatterns, outermost
 from eval_banana.projectstate.prefixes import holding, relative_files, relative_inside
@@ -32,6 +37,7 @@ from eval_banana.projectstate.revision import (
     commit_named,
     file_at,
     links_at,
+    resolve_revision,
 )
 from eval_banana.settings.folders import own_files, own_folders
 
@@ -200,13 +206,13 @@ def _setup_error(*, exc: Exception, revision: str, named: str, root: str) -> Cha
     message = exc.message if isinstance(exc, ProjectStateError) else str(exc)
     hint = "check the state of the repository (git status)"
     if isinstance(exc, UnknownRevision):
-        hint = _revision_hint(exc=exc, revision=revision)
+        hint = _revision_hint(exc=exc, revision=revision, named=named)
     return ChangeSelectionError(
         f"--changed-since {named}: {message}", field_path="changed_since", hint=hint
     )
 
 
-def _revision_hint(*, exc: UnknownRevision, revision: str) -> str:
+def _revision_hint(*, exc: UnknownRevision, revision: str, named: str) -> str:
     """What to give --changed-since instead, by why `revision` names no commit."""
     if exc.problem == "range":
         base = revision.split("..")[0] or "main"
@@ -217,6 +223,13 @@ def _revision_hint(*, exc: UnknownRevision, revision: str) -> str:
     if exc.problem == "not_a_name":
         return (
             "give a branch, a tag or a commit id (git reads a value starting with '-' as an option)"
+        )
+    if revision != named:
+        # The commit pinned when the run was made: a rebase and gc may have removed it.
+        return (
+            f"the run was pinned to commit {revision}, which the repository no longer holds "
+            "(rewritten by a rebase and pruned, or never fetched here): start a new run with "
+            "eb run --changed-since <ref>, or fetch that commit"
         )
     return (
         f"fetch {revision} first (a shallow CI checkout may lack it: fetch it, or check out "
@@ -238,6 +251,32 @@ def pin_changed_since(*, config: ConfigDoc) -> ConfigDoc:
         return config
     pinned = selection.model_copy(update={"changed_since_commit": commit})
     return config.model_copy(update={"selection": pinned})
+
+
+def pinned_commit_gone(*, selection: Selection, root: str) -> bool:
+    """Whether the selection is pinned to a commit the repository no longer holds (a rebase
+    rewrote it and gc pruned it): a plan made again cannot select as the run did. False when
+    git cannot say (no work tree, no git): whoever compares tells why."""
+    commit = selection.changed_since_commit
+    if selection.changed_since is None or commit is None:
+        return False
+    try:
+        resolve_revision(repo=find_repository(root=root), revision=commit)
+    except UnknownRevision as exc:
+        return exc.problem == "unknown"
+    except (NotARepository, GitNotStarted, ProjectStateError):
+        return False
+    return False
+
+
+def pinned_commit_gone_words(*, selection: Selection) -> str:
+    """What `eb status` and a stale validate say of a pin `pinned_commit_gone` found gone."""
+    return (
+        f"--changed-since {selection.changed_since} is pinned to commit "
+        f"{selection.changed_since_commit}, which the repository no longer holds (rewritten "
+        "by a rebase and pruned, say): the run's selection cannot be made again; start a new "
+        "run with eb run --changed-since <ref>"
+    )
 
 
 def compared_revision(*, selection: Selection) -> str | None:

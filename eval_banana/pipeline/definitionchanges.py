@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from eval_banana.core.caseid import family_of
 from eval_banana.core.errors import EvalBananaError
 from eval_banana.core.files import sha256_bytes, sha256_file
+from eval_banana.incremental.changed import pinned_commit_gone, pinned_commit_gone_words
 from eval_banana.models.config import Selection
 from eval_banana.models.stages import ConfigDoc, PlanDoc, PlannedCheck
 from eval_banana.pipeline.familychanges import (
@@ -191,11 +192,15 @@ def _plan_now(*, doc: PlanDoc, config: ConfigDoc) -> PlanDoc | None:
 def _pinned_selection_changed(*, doc: PlanDoc, config: ConfigDoc) -> str | None:
     """Whether a `--changed-since` selection pinned to a commit picks other checks or cases
     now than the plan holds: one git comparison, made only for such runs. None: the same, or
-    the selection cannot be made now (the stage that cannot make it tells why)."""
+    the selection cannot be made now (the stage that cannot make it tells why), unless its
+    pinned commit is gone: then nothing says it selects the same, so that is a change."""
     commit = doc.selection.changed_since_commit
     if doc.selection.changed_since is None or commit is None:
         return None
     now = _plan_now(doc=doc, config=config)
+    if now is None and pinned_commit_gone(selection=doc.selection, root=config.project_root):
+        # Not "the same": nothing can tell whether an input edited since selects a check more.
+        return pinned_commit_gone_words(selection=doc.selection)
     if now is None or not now.ok:
         return None
     planned = _picked_ids(doc)

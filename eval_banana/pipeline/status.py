@@ -18,6 +18,7 @@ from pathlib import Path
 
 from eval_banana.core.errors import EvalBananaError, StageFileError
 from eval_banana.core.files import sha256_file
+from eval_banana.incremental.changed import pinned_commit_gone, pinned_commit_gone_words
 from eval_banana.models.stages import ConfigDoc, DiscoverDoc, GuardDoc, PlanDoc
 from eval_banana.pipeline.agreeing import disagreement
 from eval_banana.pipeline.definitionchanges import definitions_changed
@@ -265,6 +266,8 @@ def pinned_selection(*, run_dir: Path) -> str | None:
             "none when the run was made, or an older eb made it): eb update plans against "
             "the commit it names then"
         )
+    if pinned_commit_gone(selection=selection, root=config.project_root):
+        return pinned_commit_gone_words(selection=selection)
     return (
         f"--changed-since {selection.changed_since} is pinned to commit "
         f"{selection.changed_since_commit}, the one it named when the run was made: eb "
