@@ -368,3 +368,11 @@ def test_what_the_index_and_the_help_say_eb_init_writes_is_what_it_writes(tmp_pa
     for text in (init_help, listed.group(1)):
         for kind in kinds:
             assert kind in " ".join(text.split()), text
+
+
+@pytest.mark.parametrize("page", ["CONTRIBUTING.md", "docs/testing.md", "docs/architecture.md"])
+def test_the_contributor_pages_name_only_pages_that_exist(page: str) -> None:
+    """docs/testing.md's integrations row sent a new contributor to docs/rerunning.md, a page
+    that never existed (the sessions run are docs/rerunning-stages.md's)."""
+    named = set(re.findall(r"docs/[\w/-]+\.md", (ROOT / page).read_text(encoding="utf-8")))
+    assert sorted(path for path in named if not (ROOT / path).is_file()) == []
