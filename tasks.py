@@ -24,7 +24,7 @@ PY = sys.executable
     }
 )
 def test(c: Context, k: str = "", quick: bool = False, browser: bool = False) -> None:
-    """Run the test suite (the same command CI runs); --browser runs the browser suite."""
+    """Run the default test suite (the README's command, CI's first); --browser: the browser one."""
     args = ["-q"]
     if k:
         args += ["-k", repr(k)]
@@ -67,7 +67,11 @@ def docs(c: Context) -> None:
 
 @task(pre=[lint, typecheck, test])
 def check(c: Context) -> None:
-    """Lint, type check and test: everything CI runs."""
+    """Lint, type check and the default suite: what to run before a commit, not all of CI.
+
+    .ci/run also runs the bench, exhaustive, integrations, concurrent, remote and browser suites,
+    the real agents (tests/agents_real) and the built wheel (docs/testing.md).
+    """
 
 
 @task(help={"args": "Extra arguments for eb run, as one string."})
