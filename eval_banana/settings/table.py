@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
 from eval_banana.core.jsonvalues import underflows
-from eval_banana.core.record import Record
+from eval_banana.core.record import FieldSpec, Record
 from eval_banana.core.words import given_value, unprintable
 from eval_banana.models.config import (
     CacheSettings,
@@ -119,8 +119,7 @@ class SettingSpec(NamedTuple):
         """The built-in default, read from the pydantic model (the single source)."""
         if self.section == "agents":
             return {}
-        field = _SECTION_MODELS[self.section].model_fields[self.key]
-        return field.get_default(call_default_factory=True)
+        return _field(self.section, self.key).get_default(call_default_factory=True)
 
     @property
     def dest(self) -> str | None:
@@ -132,11 +131,34 @@ class SettingSpec(NamedTuple):
         return self.toml_label or self.name
 
 
+class SettingFieldMissing(LookupError):
+    """A setting of the table with no model field behind it: its help and default are the
+    field's, so the table alone cannot declare it (docs/architecture.md, "A new setting")."""
+
+
+def _field(section: str, key: str) -> FieldSpec:
+    """The pydantic field a setting's help and default come from, or why there is none."""
+    model = _SECTION_MODELS.get(section)
+    if model is None:
+        raise SettingFieldMissing(
+            f"eval_banana/settings/table.py: the section [{section}] has no settings model; add"
+            " one to eval_banana/models/config.py and to _SECTION_MODELS"
+        )
+    field = model.model_fields.get(key)
+    if field is None:
+        raise SettingFieldMissing(
+            f"eval_banana/settings/table.py declares [{section}] {key}, but {model.__name__} in"
+            f" eval_banana/models/config.py has no field `{key}`: add it there with its default"
+            " and description (the setting's help)"
+        )
+    return field
+
+
 def _help(section: str, key: str, extra: str = "") -> str:
     if section == "agents":
         text = Settings.model_fields["agents"].description or ""
     else:
-        text = _SECTION_MODELS[section].model_fields[key].description or ""
+        text = _field(section, key).description or ""
     return f"{text} {extra}".strip()
 
 
