@@ -8,6 +8,8 @@ own layer and never one above it.
 from __future__ import annotations
 
 import ast
+import functools
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -111,6 +113,74 @@ def test_the_top_holds_entry_points_only() -> None:
 def test_each_package_says_what_it_owns(unit: str) -> None:
     doc = ast.get_docstring(ast.parse((PACKAGE / unit / "__init__.py").read_text()))
     assert doc and len(doc.splitlines()) >= 2, f"eval_banana/{unit}/__init__.py needs its docstring"
+
+
+@functools.cache
+def _unit_imports() -> dict[str, set[str]]:
+    """Each unit and the other units it imports (lazy imports inside functions count)."""
+    uses: dict[str, set[str]] = {_unit(module): set() for module in _modules()}
+    for module, imported in _edges():
+        if _unit(module) != _unit(imported):
+            uses[_unit(module)].add(_unit(imported))
+    return uses
+
+
+def _may_import(doc: str) -> set[str] | None:
+    """The units a package docstring's one `May import: a, b and c.` paragraph lists."""
+    found = re.search(r"^May import: ([^.]*)\.", doc, flags=re.MULTILINE)
+    if found is None:
+        return None
+    return {name for name in re.split(r",\s*|\s+and\s+", " ".join(found.group(1).split()))}
+
+
+@pytest.mark.parametrize("unit", sorted({_unit(m) for m in _modules()} - TOP_MODULES))
+def test_each_package_lists_what_it_imports(unit: str) -> None:
+    """The list in each package's docstring is the package's imports, no more and no fewer: the
+    lists had drifted (runners importing settings, calibration never importing sampling)."""
+    doc = ast.get_docstring(ast.parse((PACKAGE / unit / "__init__.py").read_text())) or ""
+    declared = _may_import(doc)
+    assert declared is not None, f"eval_banana/{unit}/__init__.py needs a 'May import: ...' line"
+    actual = _unit_imports()[unit]
+    assert sorted(actual - declared) == [], f"eval_banana/{unit}/__init__.py: add to 'May import:'"
+    assert sorted(declared - actual) == [], f"eval_banana/{unit}/__init__.py: imports none of these"
+
+
+def test_may_import_reads_a_list_over_lines() -> None:
+    doc = "What it owns.\n\nMay import: runners, harness\nand models.\n\nMore. May import: x."
+    assert _may_import(doc) == {"runners", "harness", "models"}
+    assert _may_import("Imports nothing.") is None
+
+
+def _page() -> str:
+    return (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+
+
+def test_every_arrow_of_the_picture_is_an_import() -> None:
+    """An arrow between two units in architecture.md's picture stands for a real import (the
+    picture drew pipeline --> diffing and cache --> calibration, which nothing imported)."""
+    picture = _page().split("```mermaid")[1].split("```")[0]
+    uses = _unit_imports()
+    drawn = set()
+    for line in picture.splitlines():
+        if "-->" not in line:
+            continue
+        ends = [re.sub(r"\[.*?\]", "", end) for end in line.split("-->")]
+        for left, right in zip(ends, ends[1:], strict=False):
+            drawn |= {(a.strip(), b.strip()) for a in left.split("&") for b in right.split("&")}
+    between_units = {(a, b) for a, b in drawn if a in uses and b in uses}
+    assert len(between_units) > 20, "the picture's arrows were not read"
+    assert sorted((a, b) for a, b in between_units if b not in uses[a]) == []
+
+
+def test_the_layer_table_is_the_tests_layers() -> None:
+    """docs/architecture.md's layer table says it drives this file: it is LAYERS, row by row."""
+    rows = re.findall(r"^\| (\d+) \| (`.*`) \|$", _page(), flags=re.MULTILINE)
+    table = [
+        tuple(name.removesuffix(".py") for name in re.findall(r"`([^`]+)`", units))
+        for _, units in rows
+    ]
+    assert [int(level) for level, _ in rows] == list(range(len(LAYERS)))
+    assert table == [tuple(units) for units in LAYERS]
 
 
 def test_the_rule_catches_an_upward_import(tmp_path: Path) -> None:

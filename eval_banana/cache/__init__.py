@@ -27,6 +27,6 @@ depends on changed.
 
 Nothing is imported here: the execute stage loads `session` only when the cache is on.
 
-May import calibration, sampling, runners, harness, stagefiles, checks, settings,
-projectstate, models and core; never the stages that call it.
+May import: remote, isolation, runners, stagefiles, checks, harness, datasets, settings, models,
+projectstate and core.
 """

@@ -1,4 +1,5 @@
 """Calibration: run each judge on labelled cases, record how often it agreed, gate on the record.
 
-May import runners, sampling, isolation, harness, stagefiles, settings, models and core.
+May import: isolation, runners, stagefiles, checks, harness, datasets, settings, models,
+projectstate and core.
 """

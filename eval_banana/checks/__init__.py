@@ -5,5 +5,5 @@ or those an id or pattern names) and expanding them into units, a family into it
 lists it (`planned`), problems as one typed error (`problemerrors`) and the files a check reads
 (inputs).
 
-May import core, models, projectstate, assertions, settings and datasets.
+May import: datasets, settings, models, assertions, projectstate and core.
 """

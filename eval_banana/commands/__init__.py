@@ -2,7 +2,11 @@
 
 The names and one-line helps live here, so `eb <command>` imports only its own module.
 
-The top of the house: may import every package.
+The top of the house.
+
+May import: scaleout, pipeline, publish, diffing, reporting, stages, cache, incremental,
+calibration, remote, history, isolation, runners, stagefiles, checks, datasets, settings, models
+and core.
 """
 
 from __future__ import annotations

@@ -7,5 +7,5 @@ in what checks print), texts that print alike, quoted apart (`lookalike`), where
 leads, a link loop an OSError on every Python (`realpaths`), and the MAC of eb's signed files
 keyed by the cache's secret (`mac`).
 
-Imports nothing else of eval_banana.
+May import: _version.
 """

@@ -4,5 +4,5 @@ A family (a check with cases) expands here into one plain definition per case: i
 row, its text fields with `{{ case.<field> }}` filled in, and its own definition digest. The
 validate stage plans each as an ordinary check; nothing above it has a second code path.
 
-May import core, assertions, projectstate, models and settings.
+May import: settings, models, assertions, projectstate and core.
 """

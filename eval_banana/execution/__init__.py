@@ -2,5 +2,8 @@
 place an exception becomes a check's error), stored verdicts reused first, the rest on a pool
 of threads in their turn, samples decided, maxfail, the fuses and the watch on eb's state.
 
-Below the execute stage that calls it; may import the cache and everything under it.
+May import: cache, history, isolation, sampling, runners, stagefiles, checks, settings, models,
+assertions and core.
+
+The execute stage calls it.
 """

@@ -10,6 +10,7 @@
   for its shards.
 - `trend`: what the pictures draw (the history page's strips, report.html's sparklines).
 
-May import stagefiles, harness, checks, settings, projectstate, models and core; the pipeline,
-the merge, the reports and the commands call it, never the other way round.
+May import: stagefiles, checks, harness, settings, models, projectstate and core.
+
+The pipeline, the merge, the reports and the commands call it, never the other way round.
 """

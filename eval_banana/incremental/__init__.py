@@ -6,8 +6,9 @@ never the run being started, and records what it found in the config document's 
 
 `units` reads the validate stage's units for it: each by its own id, a case through its row.
 
-May import stagefiles, checks, datasets, settings, projectstate, models and core; the validate
-stage calls it.
+May import: runners, stagefiles, checks, datasets, settings, models, projectstate and core.
+
+The validate stage calls it.
 """
 
 from __future__ import annotations

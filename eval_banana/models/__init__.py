@@ -1,4 +1,6 @@
 """Pydantic models: the single source of every published schema.
 
-May import assertions, projectstate and core (their pure rules and paths), nothing above.
+May import: assertions, projectstate and core.
+
+It uses only their pure rules and paths.
 """

@@ -2,5 +2,8 @@
 stage (`eb stage`) with its results merged over the earlier ones, what is stale in a run
 folder (`eb status`) and rebuilding exactly that (`eb update`).
 
-The top of the house beside commands: may import every package but scaleout and commands.
+The top of the house beside publish; scale-out and the commands call it.
+
+May import: reporting, stages, cache, incremental, history, isolation, reporttext, runners,
+stagefiles, checks, harness, datasets, settings, models, projectstate and core.
 """

@@ -16,5 +16,5 @@
 The package imports nothing itself: the check models need only `patterns`, which is
 standard library only, and must not pay for the git plumbing.
 
-May import core only.
+May import: core.
 """

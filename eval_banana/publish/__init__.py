@@ -1,5 +1,5 @@
 """What eb publishes from its own declarations: the JSON Schemas (`invoke schemas`,
 `python -m eval_banana.publish`) and the reference docs (`invoke docs`).
 
-May import stages and everything below them.
+May import: cache, history, stagefiles, harness, settings, models, assertions and core.
 """

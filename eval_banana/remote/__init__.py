@@ -11,5 +11,6 @@
   costs a run at most about one timeout.
 
 Knows nothing of entries' contents: the cache package (above) decides what is stored.
-May import core only.
+
+May import: core.
 """

@@ -4,7 +4,10 @@ Every writer is a pure function of `report.json`'s object (plus the run folder f
 `write_extra_reports` is the one call the pipeline makes after report.json and report.md exist.
 `history_html` writes the page of `eb history --html` (read through the history package).
 
-May import stages and everything below them; the pipeline and commands call it.
+May import: stages, cache, history, isolation, reporttext, runners, stagefiles, checks, datasets,
+settings, models, projectstate and core.
+
+The pipeline and the commands call it.
 """
 
 # No `from __future__ import annotations`: it would clash with the re-exported `annotations()`.

@@ -2,7 +2,7 @@
 building results, the subprocess a check runs in, retries of failed agent processes, run-level
 fuses, the redaction of secrets, and the pool of threads the execute stage runs checks on.
 
-May import harness, assertions, models and core.
+May import: transcripts, harness, settings, models, assertions and core.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
 """Running one check several times (samples) and deciding its verdict by a stated rule.
 
-May import runners, models and core.
+May import: runners, harness and models.
 """

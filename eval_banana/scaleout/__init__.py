@@ -3,5 +3,6 @@
 engines that place work themselves: `eb plan` (`plan`) and the selection file of
 `eb run --select` (`selectfile`).
 
-May import the pipeline and everything below it.
+May import: pipeline, reporting, stages, cache, history, isolation, stagefiles, checks, harness,
+settings, models, projectstate and core.
 """

@@ -1,5 +1,5 @@
 """Stage files on disk: their names and envelope, reading one back with its schema
 first, what a schema cannot say (agreement), their text slots and the packaged schemas.
 
-May import core, models, settings and checks.
+May import: checks, settings, models and core.
 """

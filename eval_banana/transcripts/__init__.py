@@ -2,7 +2,7 @@
 results, errors, usage, the answer) while it is read, bounded whatever the agent printed, and
 written as `checks/<stem>.transcript.jsonl`.
 
-May import harness, settings, models and core.
+May import: harness and core.
 """
 
 from eval_banana.transcripts.live import TranscriptBuilder
