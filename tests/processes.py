@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from tests.forking import default_sigint
 
@@ -72,3 +73,18 @@ def eb_interrupted(
     process.send_signal(signum)
     stdout, stderr = process.communicate(timeout=60)
     return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
+def wait_for_fifo_reader_wait(
+    *, run: subprocess.Popen[Any], root: Path, written: str, timeout: float
+) -> None:
+    """Wait until `run` (an eb run whose report goes to a FIFO no one reads) has written
+    `written` (a glob under its run folders, such as `*/report.json`) and is well into its
+    wait for the FIFO's reader, still running."""
+    deadline = time.monotonic() + timeout
+    while not list((root / ".eval-banana" / "results").glob(written)):
+        assert time.monotonic() < deadline, f"eb wrote no {written}"
+        assert run.poll() is None, run.communicate()
+        time.sleep(0.02)
+    time.sleep(0.5)  # well into its wait for the FIFO's reader
+    assert run.poll() is None, run.communicate()

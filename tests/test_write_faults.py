@@ -17,7 +17,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,7 +24,7 @@ import pytest
 
 from tests.forking import default_sigint
 from tests.gitrepo import init_repo
-from tests.processes import eb_process
+from tests.processes import eb_process, wait_for_fifo_reader_wait
 
 # A check that writes `size` bytes to stdout and passes whatever the write did: a disk that
 # fills up cuts its output short while the check itself still says "passed".
@@ -880,13 +879,9 @@ def test_a_junit_file_written_when_an_interrupted_runs_reports_are_written_again
             preexec_fn=default_sigint,
         )
         try:
-            deadline = time.monotonic() + 60
-            while not list((root / ".eval-banana" / "results").glob("*/stages/report.json")):
-                assert time.monotonic() < deadline, "eb wrote no stages/report.json"
-                assert run.poll() is None, run.communicate()
-                time.sleep(0.02)
-            time.sleep(0.5)  # well into its wait for the FIFO's reader
-            assert run.poll() is None, run.communicate()
+            wait_for_fifo_reader_wait(
+                run=run, root=root, written="*/stages/report.json", timeout=60
+            )
             (reports / "filler").unlink()  # room again, for the reports written again
             run.send_signal(signal.SIGINT)
             stdout, stderr = run.communicate(timeout=30)

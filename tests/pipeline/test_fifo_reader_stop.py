@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.forking import default_sigint
+from tests.processes import wait_for_fifo_reader_wait
 
 REPO = Path(__file__).resolve().parents[2]
 CHECK = """\
@@ -74,13 +75,7 @@ def test_a_signal_ends_the_wait_for_a_fifo_reader_and_the_run_is_red_everywhere(
     )
     fd = -1
     try:
-        deadline = time.monotonic() + 30
-        while not list((root / ".eval-banana" / "results").glob("*/report.json")):
-            assert time.monotonic() < deadline, "eb wrote no report.json"
-            assert run.poll() is None, run.communicate()
-            time.sleep(0.02)
-        time.sleep(0.5)  # well into its wait for the FIFO's reader
-        assert run.poll() is None, run.communicate()
+        wait_for_fifo_reader_wait(run=run, root=root, written="*/report.json", timeout=30)
         assert not _held_by_another(root), "the project's turn is held while eb waits"
         started = time.monotonic()
         run.send_signal(signum)
@@ -135,13 +130,7 @@ def test_a_step_summary_warning_is_told_once_when_the_reports_are_written_again(
         preexec_fn=default_sigint,
     )
     try:
-        deadline = time.monotonic() + 30
-        while not list((root / ".eval-banana" / "results").glob("*/stages/report.json")):
-            assert time.monotonic() < deadline, "eb wrote no stages/report.json"
-            assert run.poll() is None, run.communicate()
-            time.sleep(0.02)
-        time.sleep(0.5)  # well into its wait for the FIFO's reader
-        assert run.poll() is None, run.communicate()
+        wait_for_fifo_reader_wait(run=run, root=root, written="*/stages/report.json", timeout=30)
         run.send_signal(signal.SIGINT)
         _, stderr = run.communicate(timeout=10)
     finally:
