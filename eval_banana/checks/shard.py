@@ -61,7 +61,8 @@ def parse_shard(*, text: str, environ: Mapping[str, str]) -> Shard:
 
         return shard_from_environment(environ=environ)
     head, slash, tail = text.partition("/")
-    if not slash:
+    # `2/3/4` has one slash too many: that is the form, not a number, that is wrong.
+    if not slash or "/" in tail:
         raise UsageError(f"--shard {given_value(text)} is not of the form K/N", hint=_SHARD_HINT)
     index = _whole(head, what="K", given=text)
     total = _whole(tail, what="N", given=text)

@@ -134,7 +134,8 @@ def _read_own(*, environ: Mapping[str, str]) -> _Found | None:
     if not text:
         return None
     head, slash, tail = text.partition("/")
-    if not slash:
+    # `2/3/4` has one slash too many: that is the form, not a number, that is wrong.
+    if not slash or "/" in tail:
         raise UsageError(
             f"--shard auto: {OWN_VARIABLE}={text!r} is not of the form K/N",
             hint=f"Write {OWN_VARIABLE}=K/N with 1 <= K <= N (e.g. 2/4).",

@@ -190,3 +190,25 @@ def test_run_with_shard_auto_records_the_variables_in_config_json(
     assert refused.exit_code == 2
     assert "names two shards" in refused.stderr and "CI_NODE_INDEX=2" in refused.stderr
     assert not (root / "runs").exists()
+
+
+def test_a_shard_with_one_slash_too_many_is_not_of_the_form_k_of_n(
+    project: Callable[..., Path],
+) -> None:
+    """`2/3/4` was read as K=2 and N='3/4' and reported as "N is not a whole number": the
+    form is what is wrong, from EVAL_BANANA_SHARD as from --shard."""
+    root = project(
+        {"eval_checks/c01.yaml": check_yaml("c01")}, config='[core]\noutput_dir = "runs"\n'
+    )
+    base = {name: value for name, value in os.environ.items() if name not in AUTO_VARIABLES}
+    from_environment = eb_process(
+        root, "run", "--shard", "auto", env={**base, "EVAL_BANANA_SHARD": "2/3/4"}
+    )
+    assert from_environment.returncode == 2
+    assert "EVAL_BANANA_SHARD='2/3/4' is not of the form K/N" in from_environment.stderr
+    assert "whole number" not in from_environment.stderr
+    from_flag = eb_process(root, "run", "--shard", "2/3/4", env=base)
+    assert from_flag.returncode == 2
+    assert "--shard '2/3/4' is not of the form K/N" in from_flag.stderr
+    assert "whole number" not in from_flag.stderr.splitlines()[0]
+    assert not (root / "runs").exists()
