@@ -67,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
             hint="Plan the whole selection with --shards N; a worker runs part K with "
             "`eb run --select PLAN --shard K/N`.",
         )
+    _refuse_balance_without_shards(args=args)
     built = build_plan(request=PlanRequest(run=common.request(args), shards=args.shards))
     if built.warnings:
         from eval_banana.reporting.console import Console
@@ -81,6 +82,19 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_table(document=document, cases=args.cases)
     return 0
+
+
+def _refuse_balance_without_shards(*, args: argparse.Namespace) -> None:
+    """`--balance` says how shards are dealt: with no `--shards N` (nor `--shard K/N`) there
+    are none, and a plan that ignored it would let the caller believe it had been balanced."""
+    # An absent setting flag leaves no attribute; [core] shard_balance alone is no request.
+    balance = getattr(args, "balance", None)
+    if balance is None or args.shards is not None or args.shard is not None:
+        return
+    raise UsageError(
+        f"--balance {balance} needs --shards N: without shards there is nothing to balance",
+        hint=f"Deal the plan into N parts with --shards N --balance {balance}, or drop --balance.",
+    )
 
 
 def _seconds(value: float | None) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from eval_banana.checks.shard import shard_of
 from eval_banana.history.balance import balance_shards
 from eval_banana.scaleout.plan import Expected, assign_shards, plan_entry
 from tests.builders import make_config, planned_inline
+from tests.conftest import check_yaml
 from tests.processes import eb_process
 
 IDS = [f"case_{index:03d}" for index in range(12)] + ["lint", "docs", "typing"]
@@ -162,3 +164,25 @@ def test_a_merge_does_not_count_its_shards_again(project: Callable[..., Path]) -
     merged = eb_process(root, "merge", "shard1", "shard2", "--output-dir", "merged")
     assert merged.returncode == 0, merged.stderr
     assert _expected_seconds(root) == unmerged
+
+
+def test_balance_without_shards_is_a_usage_error(project: Callable[..., Path]) -> None:
+    """`eb plan --balance history` printed an unsharded plan as if it had been balanced;
+    it needs --shards N (or --shard K/N, which the balance cuts)."""
+    root = project({"eval_checks/a.yaml": check_yaml("a")})
+    refused = eb_process(root, "plan", "--balance", "history")
+    assert refused.returncode == 2
+    assert "--balance history needs --shards N" in refused.stderr
+    as_json = eb_process(root, "plan", "--json", "--balance", "history")
+    assert as_json.returncode == 2
+    assert json.loads(as_json.stdout)["error"]["kind"] == "usage_error"
+    for flags in (("--shards", "2"), ("--shard", "1/2")):
+        done = eb_process(root, "plan", "--json", "--balance", "history", *flags)
+        assert done.returncode == 0, done.stderr
+    # The setting alone (config or environment) applies when there are shards, no error.
+    assert (
+        eb_process(
+            root, "plan", env={**os.environ, "EVAL_BANANA_SHARD_BALANCE": "history"}
+        ).returncode
+        == 0
+    )
