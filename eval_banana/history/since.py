@@ -31,8 +31,9 @@ def since_moment(*, text: str, root: str) -> datetime:
             ) from None
     try:
         repo = git.find_repository(root=root)
+        # A user's `log.showSignature` prints a signed commit's verification before the time.
         out = git.run(
-            args=["log", "-1", "--format=%cI", f"{text}^{{commit}}", "--"],
+            args=["log", "-1", "--no-show-signature", "--format=%cI", f"{text}^{{commit}}", "--"],
             cwd=repo.top,
             what=f"log {text}",
         )

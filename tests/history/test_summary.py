@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,7 @@ from eval_banana.history.show import Asked, ListingName, build_view
 from eval_banana.history.since import since_moment
 from eval_banana.history.view import CheckRow
 from eval_banana.models.config import Selection, Shard
-from tests.gitrepo import init_repo
+from tests.gitrepo import git, init_repo
 from tests.history.synth import check, record
 from tests.processes import eb_process
 
@@ -276,6 +278,21 @@ def test_since_a_revision_git_refuses_to_read_says_what_git_said(tmp_path: Path)
     assert "git cannot resolve it as a revision: git rev-parse in " in result.stderr
     assert "fatal: detected dubious ownership" in result.stderr
     assert "not in a git work tree" not in result.stderr
+
+
+@pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="signing needs ssh-keygen")
+def test_since_a_signed_commit_reads_its_time_whatever_log_show_signature_says(
+    tmp_path: Path,
+) -> None:
+    root = init_repo(tmp_path / "proj", {".eval-banana/config.toml": ""})
+    key = tmp_path / "key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    for name, value in (("gpg.format", "ssh"), ("user.signingkey", f"{key}.pub")):
+        git(root, "config", name, value)
+    git(root, "-c", "commit.gpgsign=true", "commit", "-q", "--allow-empty", "-m", "signed")
+    git(root, "config", "log.showSignature", "true")  # git now prints "No signature" first
+    committed = git(root, "show", "-s", "--no-show-signature", "--format=%cI", "HEAD").strip()
+    assert since_moment(text="HEAD", root=str(root)) == datetime.fromisoformat(committed)
 
 
 def test_older_records_are_read_only_for_the_checks_failing_in_the_window() -> None:
