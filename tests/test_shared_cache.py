@@ -1168,35 +1168,32 @@ def test_a_query_secret_of_the_remote_or_its_endpoint_reaches_no_file(
     """A token in the query of `[cache] remote` (`...?token=...`) or of `[cache]
     remote_endpoint` (a presigned `X-Amz-Signature=...`) is a secret as a password is: no file
     of the run folder, the history or either cache holds it. The endpoint's was written as
-    given into stages/config.json (and so into report.json's settings and the history)."""
+    given into stages/config.json (and so into report.json's settings and the history).
+    boto3 sends no request to an endpoint with a query, so that one is a setup error now,
+    which shows the endpoint masked, before any run folder or request."""
     secret = "sig-" + "9" * 24
     env_dump = "import os, json; print(json.dumps(dict(os.environ)))\n"
     checks = {"j": judge("j"), "env": script_check("env", script=env_dump)}
     first, _ = runners(tmp_path=tmp_path, eb=eb, checks=checks)
     if where == "remote":
-        remote = f"{hostile_server.url}?token={secret}"
-    else:  # an S3 remote whose store answers at an endpoint with a query
-        context = moto_s3()
-        moto = context.__enter__()
-        for name, value in moto.environ.items():
-            monkeypatch.setenv(name, value)
-        monkeypatch.setenv(
-            "EVAL_BANANA_CACHE_REMOTE_ENDPOINT", f"{moto.endpoint}/?X-Amz-Signature={secret}"
-        )
-        remote = f"s3://{BUCKET}/eb"
-    try:
-        counts, started = run(first, remote)
+        counts, started = run(first, f"{hostile_server.url}?token={secret}")
         assert started == 1
-    finally:
-        if where == "endpoint":
-            context.__exit__(None, None, None)
+        config = next(first.root.rglob("stages/config.json")).read_text()
+        assert "?***" in config
+    else:  # an S3 remote whose endpoint (a real server's) has a query
+        monkeypatch.setenv(
+            "EVAL_BANANA_CACHE_REMOTE_ENDPOINT",
+            f"{hostile_server.url}/?X-Amz-Signature={secret}",
+        )
+        first.last = first.eb(
+            "run", "--cwd", str(first.root), "--cache-remote", f"s3://{BUCKET}/eb"
+        )
+        assert first.last.exit_code == 2, first.last.stdout + first.last.stderr
+        assert "EVAL_BANANA_CACHE_REMOTE_ENDPOINT must have no query string" in first.last.stderr
+        assert f"{hostile_server.url}/?***" in first.last.stderr
+        assert first.agent_starts() == 0 and not list(first.root.rglob("stages"))
+        assert hostile_server.requests == []
     written = [path for path in tmp_path.rglob("*") if path.is_file()]
-    config = next(first.root.rglob("stages/config.json")).read_text()
-    assert "?***" in config
-    # A check that prints its environment (the endpoint's variable among it) shows it masked.
-    if where == "endpoint":
-        (stdout,) = first.root.rglob("env-*.stdout.txt")
-        assert "?***" in json.loads(stdout.read_text())["EVAL_BANANA_CACHE_REMOTE_ENDPOINT"]
     assert not [path for path in written if secret.encode() in path.read_bytes()]
     assert secret not in first.last.stdout + first.last.stderr
     for body in hostile_server.objects.values():
@@ -1226,7 +1223,7 @@ def test_a_cache_behind_a_proxy_that_reads_a_query_token_is_shared(
 
 
 @pytest.mark.parametrize("variable", ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"])
-def test_a_query_secret_of_boto3_s_endpoint_variable_reaches_no_file(
+def test_a_query_of_boto3_s_endpoint_variable_is_a_setup_error_that_masks_it(
     tmp_path: Path,
     eb: Callable[..., Any],
     monkeypatch: pytest.MonkeyPatch,
@@ -1234,21 +1231,22 @@ def test_a_query_secret_of_boto3_s_endpoint_variable_reaches_no_file(
     variable: str,
 ) -> None:
     """The S3 endpoint given in boto3's own variable, with a query (a presigned
-    `X-Amz-Signature=...`): masked in eb's errors, but a check printing its environment (which
-    under `inherit` holds the variable) wrote it in full into its output and every report."""
+    `X-Amz-Signature=...`): boto3 refused every request of the run ("URLs with queries are not
+    supported") until eb stopped asking. It is a setup error now, naming the variable, with
+    the query masked: no request, no run folder, and no file or output holds the secret."""
     secret = "sig-" + "6" * 24
-    env_dump = "import os, json; print(json.dumps(dict(os.environ)))\n"
-    checks = {"j": judge("j"), "env": script_check("env", script=env_dump)}
-    first, _ = runners(tmp_path=tmp_path, eb=eb, checks=checks)
+    first, _ = runners(tmp_path=tmp_path, eb=eb)
     for name, value in s3.environ.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("EVAL_BANANA_CACHE_REMOTE_ENDPOINT")
     monkeypatch.setenv(variable, f"{s3.endpoint}/?X-Amz-Signature={secret}")
-    # boto3 sends nothing to an endpoint with a query (its requests fail): the run goes on.
-    counts, started = run(first, f"s3://{BUCKET}/eb")
-    assert started == 1 and "?***" in counts["first_remote_error"]
-    (stdout,) = first.root.rglob("env-*.stdout.txt")
-    assert json.loads(stdout.read_text())[variable] == f"{s3.endpoint}/?***"
+    first.last = first.eb("run", "--cwd", str(first.root), "--cache-remote", f"s3://{BUCKET}/eb")
+    assert first.last.exit_code == 2, first.last.stdout + first.last.stderr
+    assert first.last.stderr.startswith(
+        f"{variable} must have no query string (?...): boto3 sends no request to such an "
+        f"endpoint, got '{s3.endpoint}/?***'"
+    ), first.last.stderr
+    assert first.agent_starts() == 0 and not list(first.root.rglob("stages"))
     written = [path for path in tmp_path.rglob("*") if path.is_file()]
     assert not [path for path in written if secret.encode() in path.read_bytes()]
     assert secret not in first.last.stdout + first.last.stderr

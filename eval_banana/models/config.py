@@ -246,7 +246,7 @@ class CacheSettings(_Section):
     )
     remote_endpoint: str | None = Field(
         default=None,
-        description="The S3 endpoint URL (http:// or https://, with a host) of an s3:// "
+        description="The S3 endpoint URL (http:// or https://, with a host, no query) of an s3:// "
         "remote that is not AWS (MinIO, Ceph, R2, GCS); else AWS_ENDPOINT_URL_S3 or "
         "AWS_ENDPOINT_URL, else AWS.",
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Mapping
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from eval_banana.core.errors import ConfigError
@@ -141,28 +142,56 @@ def url_problem(*, url: str, source: str | None) -> ConfigError | None:
     return None
 
 
-# The reason an `[cache] remote_endpoint` is refused, after the setting's name, and its fix.
-ENDPOINT_REASON = "must be an http:// or https:// URL with a host"
-ENDPOINT_HINT = (
+class EndpointProblem(NamedTuple):
+    """Why an `[cache] remote_endpoint` is refused, said after the setting's name, and its fix."""
+
+    reason: str
+    hint: str
+
+
+_ENDPOINT_HINT = (
     "write the S3 endpoint with its scheme, e.g. https://minio.internal:9000 (http:// for a "
     "store without TLS), or unset it to use AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL or AWS"
 )
+_NO_URL = EndpointProblem(
+    reason="must be an http:// or https:// URL with a host", hint=_ENDPOINT_HINT
+)
+# botocore's endpoint resolver takes no URL with a query: every request fails, none is sent.
+_QUERY = EndpointProblem(
+    reason="must have no query string (?...): boto3 sends no request to such an endpoint",
+    hint="write the endpoint without its query, e.g. https://minio.internal:9000; boto3 signs "
+    "each request itself with the keys in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or "
+    "AWS_PROFILE), so a presigned URL's X-Amz-* parameters are not needed",
+)
 
 
-def endpoint_problem(*, url: str, endpoint: str | None) -> str | None:
-    """`ENDPOINT_REASON` when the S3 client of the remote `url` could not take `endpoint`, or
-    None: only an s3:// remote uses an endpoint, and boto3 refuses anything but an http(s) URL
-    (`minio:9000`) with a traceback when the client is made."""
+def endpoint_problem(*, url: str, endpoint: str | None) -> EndpointProblem | None:
+    """Why the S3 client of the remote `url` could not use `endpoint`, or None: only an s3://
+    remote uses an endpoint; boto3 refuses anything but an http(s) URL (`minio:9000`) with a
+    traceback when the client is made, and one with a query at every request."""
     if not endpoint or _scheme(url) != "s3":
         return None
     try:
         parts = urlsplit(endpoint)
         parts.port  # noqa: B018 - a port that is no number raises here, as it would in boto3
     except ValueError:
-        return ENDPOINT_REASON
+        return _NO_URL
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        return ENDPOINT_REASON
-    return None
+        return _NO_URL
+    return endpoint_query_problem(url=url, endpoint=endpoint)
+
+
+def endpoint_query_problem(*, url: str, endpoint: str | None) -> EndpointProblem | None:
+    """The refusal of an S3 endpoint with a query (a presigned URL's `?X-Amz-...`), or None:
+    what boto3 refuses at every request, never when the client is made, whichever variable
+    gives the endpoint (boto3's own AWS_ENDPOINT_URL_S3 and AWS_ENDPOINT_URL too)."""
+    if not endpoint or _scheme(url) != "s3":
+        return None
+    try:
+        query = urlsplit(endpoint).query
+    except ValueError:
+        return None  # no URL at all: `endpoint_problem` says so where eb checks the scheme
+    return _QUERY if query else None
 
 
 def open_backend(
@@ -175,13 +204,14 @@ def open_backend(
         raise problem
     # The config stage refuses such an endpoint where it was set; an operation on a cache that
     # is off (`eb cache push`) gets here without it.
-    reason = endpoint_problem(url=url, endpoint=endpoint)
-    if reason is not None:
+    problem_of_endpoint = endpoint_problem(url=url, endpoint=endpoint)
+    if problem_of_endpoint is not None:
+        shown = given_value(shown_url(endpoint or ""))
         raise ConfigError(
-            f"[cache] remote_endpoint {reason}, got {given_value(shown_url(endpoint or ''))}",
+            f"[cache] remote_endpoint {problem_of_endpoint.reason}, got {shown}",
             file=source,
             field_path="cache.remote_endpoint",
-            hint=ENDPOINT_HINT,
+            hint=problem_of_endpoint.hint,
         )
     scheme = _scheme(url)
     if scheme == "s3":

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from eval_banana.checks.keywords import compile_selector
 from eval_banana.core.errors import ConfigError
@@ -38,6 +38,9 @@ from eval_banana.settings.table import (
 )
 from eval_banana.stagefiles.layout import envelope
 from eval_banana.stagefiles.write import write_stage_model
+
+if TYPE_CHECKING:
+    from eval_banana.remote.opening import EndpointProblem
 
 _MISSING = object()
 
@@ -254,7 +257,7 @@ def resolve_config(
     settings = Settings.model_validate({**sections, "agents": agents})
     warnings.extend(_unused_remote(settings=settings, sources=sources, path=path))
     _place_in_file(problems=warnings, path=path, data=data)
-    unusable = _unusable_remote(settings=settings, sources=sources, path=path)
+    unusable = _unusable_remote(settings=settings, sources=sources, path=path, environ=environ)
     if unusable is not None:
         _place_in_file(problems=[unusable], path=path, data=data)
         raise unusable
@@ -314,7 +317,7 @@ def laid_over(
         return config  # nothing given now: the recorded document, as it was read
     settings = Settings.model_validate(sections)
     path = Path(config.config_file) if config.config_file is not None else None
-    unusable = _unusable_remote(settings=settings, sources=sources, path=path)
+    unusable = _unusable_remote(settings=settings, sources=sources, path=path, environ=environ)
     if unusable is not None:
         raise unusable
     return config.model_copy(update={"settings": settings, "sources": sources})
@@ -438,7 +441,11 @@ def _unused_remote(
 
 
 def _unusable_remote(
-    *, settings: Settings, sources: dict[str, SettingSource], path: Path | None
+    *,
+    settings: Settings,
+    sources: dict[str, SettingSource],
+    path: Path | None,
+    environ: Mapping[str, str],
 ) -> ConfigError | None:
     """A shared cache URL eb could never use, as the setup error it is, whatever the cache
     holds (a run answered by a replay would otherwise never say it)."""
@@ -455,11 +462,34 @@ def _unusable_remote(
     problem = url_problem(url=cache.remote, source=source)
     if problem is not None:
         return problem
-    reason = endpoint_problem(url=cache.remote, endpoint=cache.remote_endpoint)
-    if reason is None:
+    if not cache.remote_endpoint:
+        return _boto3_endpoint_error(url=cache.remote, environ=environ)
+    endpoint = endpoint_problem(url=cache.remote, endpoint=cache.remote_endpoint)
+    if endpoint is None:
         return None
     return _endpoint_error(
-        reason=reason, endpoint=cache.remote_endpoint or "", sources=sources, path=path
+        problem=endpoint, endpoint=cache.remote_endpoint, sources=sources, path=path
+    )
+
+
+def _boto3_endpoint_error(*, url: str, environ: Mapping[str, str]) -> ConfigError | None:
+    """The setup error of an S3 endpoint given in boto3's own variable (the first set, as the
+    backend reads them) with a query, which boto3 refuses at every request; None otherwise.
+    Any other refusal of it is boto3's to say when the client is made (a warning of the run)."""
+    from eval_banana.core.secreturl import S3_ENDPOINT_VARIABLES, shown_url
+    from eval_banana.remote.opening import endpoint_query_problem
+
+    variable = next((name for name in S3_ENDPOINT_VARIABLES if environ.get(name)), None)
+    if variable is None:
+        return None
+    endpoint = environ[variable]
+    problem = endpoint_query_problem(url=url, endpoint=endpoint)
+    if problem is None:
+        return None
+    return ConfigError(
+        f"{variable} {problem.reason}, got {given_value(shown_url(endpoint))}",
+        field_path="cache.remote_endpoint",
+        hint=problem.hint,
     )
 
 
@@ -472,36 +502,39 @@ def remote_endpoint_error(*, config: ConfigDoc) -> ConfigError | None:
         return None
     from eval_banana.remote.opening import endpoint_problem
 
-    reason = endpoint_problem(url=cache.remote, endpoint=cache.remote_endpoint)
-    if reason is None:
+    problem = endpoint_problem(url=cache.remote, endpoint=cache.remote_endpoint)
+    if problem is None:
         return None
     path = Path(config.config_file) if config.config_file is not None else None
     return _endpoint_error(
-        reason=reason, endpoint=cache.remote_endpoint or "", sources=config.sources, path=path
+        problem=problem, endpoint=cache.remote_endpoint or "", sources=config.sources, path=path
     )
 
 
 def _endpoint_error(
-    *, reason: str, endpoint: str, sources: Mapping[str, SettingSource], path: Path | None
+    *,
+    problem: EndpointProblem,
+    endpoint: str,
+    sources: Mapping[str, SettingSource],
+    path: Path | None,
 ) -> ConfigError:
     """An `[cache] remote_endpoint` the S3 client cannot take, told as a value of its kind is
     told where it was set: the variable's name, or the key and the config file."""
     from eval_banana.core.secreturl import shown_url
-    from eval_banana.remote.opening import ENDPOINT_HINT
 
     spec = SETTINGS_BY_NAME["cache.remote_endpoint"]
     shown = shown_url(endpoint)
     if sources.get(spec.name) == "env" and spec.env is not None:
         return ConfigError(
-            f"{spec.env} {reason}, got {given_value(shown)}",
+            f"{spec.env} {problem.reason}, got {given_value(shown)}",
             field_path=spec.name,
-            hint=ENDPOINT_HINT,
+            hint=problem.hint,
         )
     return ConfigError(
-        f"{spec.label} {reason}, got {show(shown)} (in {path})",
+        f"{spec.label} {problem.reason}, got {show(shown)} (in {path})",
         file=str(path) if path is not None else None,
         field_path=spec.name,
-        hint=ENDPOINT_HINT,
+        hint=problem.hint,
     )
 
 

@@ -1246,6 +1246,46 @@ def test_an_s3_endpoint_that_is_no_http_url_is_a_setting_error_where_it_is_used(
     assert eb_process(root, "validate", env=base).returncode == 0
 
 
+def test_an_s3_endpoint_with_a_query_is_a_setting_error_that_masks_it(tmp_path: Path) -> None:
+    """A presigned endpoint (`?X-Amz-Signature=...`) was taken, and boto3 refused every request
+    of the run ("URLs with queries are not supported") until eb stopped asking."""
+    root = tmp_path / "project"
+    (root / "eval_checks").mkdir(parents=True)
+    (root / "eval_checks" / "ok.yaml").write_text(
+        "schema_version: 1\nid: ok\ntype: deterministic\ndescription: d\nscript: pass\n"
+    )
+    config = root / ".eval-banana" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('[cache]\nmode = "on"\n')
+    secret = "sig-" + "4" * 24
+    endpoint = f"http://minio.internal:9000/?X-Amz-Signature={secret}"
+    environ = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("EVAL_BANANA_", "AWS_"))},
+        "PYTHONPATH": str(REPO),
+        "EVAL_BANANA_CACHE_REMOTE": "s3://ci/eb",
+        "EVAL_BANANA_CACHE_REMOTE_ENDPOINT": endpoint,
+    }
+    told = "must have no query string (?...): boto3 sends no request to such an endpoint, got"
+    done = eb_process(root, "run", env=environ)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines()[0] == (
+        f"EVAL_BANANA_CACHE_REMOTE_ENDPOINT {told} 'http://minio.internal:9000/?***'"
+    )
+    assert "without its query" in done.stderr and secret not in done.stdout + done.stderr
+    assert not (root / ".eval-banana" / "results").exists()  # nothing ran
+    del environ["EVAL_BANANA_CACHE_REMOTE_ENDPOINT"]
+    config.write_text(f'[cache]\nmode = "on"\nremote_endpoint = "{endpoint}"\n')
+    validated = eb_process(root, "validate", "--json", env=environ)
+    assert validated.returncode == 2 and secret not in validated.stdout + validated.stderr
+    (error,) = json.loads(validated.stdout)["errors"]
+    assert error["message"].startswith(f"cache.remote_endpoint {told}")
+    assert (error["file"], error["field_path"], error["line"]) == (
+        str(config),
+        "cache.remote_endpoint",
+        3,
+    )
+
+
 @pytest.mark.parametrize(
     ("entry", "instead"), [("vendor/lib", "lib"), ("./vendor", "vendor"), ("a//b/", "b")]
 )
